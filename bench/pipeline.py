@@ -1,0 +1,200 @@
+"""Input pipeline throughput on FSDD: the founding input_fn against the builder.
+
+    python bench/pipeline.py --data_dir ../shared/data/fsdd/recordings [--json OUT]
+
+Every row makes the same features (FSDD's training split, 8 kHz, log-mel,
+batch 64) from the same files with the builder's own decode and feature
+functions, so only the pipeline differs:
+
+  naive         the founding input_fn: sequential maps, no prefetch, and tf.data's
+                autotune, map_parallelization and inject_prefetch turned off
+  answer        the usual fix: parallel maps and prefetch(1) at the end
+  builder_cold  the builder's defaults, empty disk cache (build + first epoch)
+  builder_warm  the builder in a new process on the warm disk cache
+  limit         decode + features on one core, times the cores: the ceiling
+
+Each row is the median of 5 epochs, measured in interleaved rounds, each timed as in the tf.data performance
+guide's benchmark: the dataset is made first (for the builder, build_dataset:
+listing, cache lookup, graph tracing), then the clock runs from the iterator's
+creation to the epoch's last batch. builder_cold starts each epoch from an
+empty cache, so that epoch decodes and writes; builder_warm runs in a new
+process. limit is the builder's own decode and feature stages on one core,
+times the cores.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags  # noqa: E402
+
+flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
+flags.DEFINE_string("json", None, "Write the five rates (examples/s) to this JSON file.")
+flags.DEFINE_string("warm_child", None, "Internal: time one warm epoch with this cache dir.")
+FLAGS = flags.FLAGS
+
+BATCH = 64
+REPEATS = 5
+
+
+def _config(cache_dir: str):
+    from compat.data import PipelineConfig
+
+    return PipelineConfig(sample_rate=8000, cache_dir=cache_dir, batch_size=BATCH)
+
+
+def _founding_dataset(paths, labels, config, parallel: bool):
+    """The founding question's input_fn, with the builder's decode and features."""
+    import tensorflow as tf
+
+    from compat import audio
+    from compat.data import window_samples
+
+    spec = config.feature_spec
+    calls = tf.data.AUTOTUNE if parallel else None
+    window = window_samples(config, training=True)  # the builder's training features
+
+    def decode(path, label):
+        wave, _ = audio.decode_audio(path, spec.sample_rate)
+        return audio.fit_waveform(wave, window), label
+
+    def postprocess(wave, label):
+        return {"audio": audio.compute_features(wave, spec)}, label
+
+    dataset = tf.data.Dataset.from_tensor_slices((list(paths), list(labels)))
+    dataset = dataset.map(decode, num_parallel_calls=calls).shuffle(1000, seed=0)
+    dataset = dataset.map(postprocess, num_parallel_calls=calls).batch(BATCH)
+    if parallel:
+        return dataset.prefetch(1)
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    options.experimental_optimization.map_parallelization = False
+    options.experimental_optimization.inject_prefetch = False
+    return dataset.with_options(options)
+
+
+def _builder_stages(table, config):
+    """The builder's own decode and feature stages, uncached, batched like the rest."""
+    from compat import data
+
+    files = data.list_files(table, config, shuffle=False)
+    return data.transform(data.decode(files, config, True, None), config, True).batch(BATCH)
+
+
+def _single_core(dataset):
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    options.experimental_optimization.map_parallelization = False
+    options.experimental_optimization.inject_prefetch = False
+    options.threading.private_threadpool_size = 1
+    options.threading.max_intra_op_parallelism = 1
+    return dataset.with_options(options)
+
+
+def _epoch_rate(make_dataset, total: int) -> float:
+    """Examples/s over one epoch, from the iterator's creation to its last batch.
+
+    As in the tf.data performance guide's benchmark, the dataset object is made
+    before the clock starts; the iterator's start (buffers filling) is timed.
+    """
+    dataset = make_dataset()
+    start = time.perf_counter()
+    seen = 0
+    for _, labels in dataset:
+        seen += int(labels.shape[0])
+        if seen >= total:  # the builder's training split repeats
+            break
+    assert seen == total, (seen, total)
+    return total / (time.perf_counter() - start)
+
+
+def _builder(source: str, config):
+    from compat.data import build_dataset
+
+    return lambda: build_dataset(source, config, "train")
+
+
+def _warm_child(cache_dir: str) -> None:
+    from compat.sources import DataSource, list_split
+
+    config = _config(cache_dir)
+    source = "fsdd:" + FLAGS.data_dir
+    total = len(list_split(DataSource.parse(source), "train", cache_dir))
+    print(json.dumps({"rate": _epoch_rate(_builder(source, config), total)}))
+
+
+def main(argv) -> None:
+    del argv
+    if FLAGS.warm_child:
+        return _warm_child(FLAGS.warm_child)
+
+    from compat.sources import DataSource, list_split
+
+    cache_dir = tempfile.mkdtemp(prefix="bench-pipeline-")
+    config = _config(cache_dir)
+    source = "fsdd:" + FLAGS.data_dir
+    table = list_split(DataSource.parse(source), "train", cache_dir)
+    total = len(table)
+    for path in table.paths:  # warm the page cache so every row reads from memory
+        with open(path, "rb") as stream:
+            stream.read()
+
+    founding = lambda parallel: lambda: _founding_dataset(table.paths, table.labels, config, parallel)
+
+    def cold() -> float:  # an empty cache: the epoch decodes and writes
+        shutil.rmtree(os.path.join(cache_dir, "datasets"), ignore_errors=True)
+        return _epoch_rate(_builder(source, config), total)
+
+    def warm() -> float:  # a new process on the cache the last cold epoch wrote
+        child = subprocess.run(
+            [sys.executable, __file__, f"--data_dir={FLAGS.data_dir}", f"--warm_child={cache_dir}"],
+            check=True, capture_output=True, text=True,
+        )
+        return json.loads(child.stdout.strip().splitlines()[-1])["rate"]
+
+    cores = os.cpu_count() or 1
+    rows = {
+        "naive": lambda: _epoch_rate(founding(False), total),
+        "answer": lambda: _epoch_rate(founding(True), total),
+        "builder_cold": cold,
+        "builder_warm": warm,
+        "limit": lambda: cores * _epoch_rate(lambda: _single_core(_builder_stages(table, config)), total),
+    }
+    # Rounds of every row in turn, so that the machine's drift hits all rows alike.
+    samples = {name: [] for name in rows}
+    for _ in range(REPEATS):
+        for name, measure in rows.items():
+            samples[name].append(measure())
+    rates = {name: statistics.median(values) for name, values in samples.items()}
+    one_core = rates["limit"] / cores
+
+    print(f"\nFSDD train split: {total} files, 8 kHz log-mel {config.feature_spec.shape}, "
+          f"batch {BATCH}, {cores} cores\n")
+    print("| pipeline | examples/s | vs naive |")
+    print("|---|---:|---:|")
+    for name, rate in rates.items():
+        print(f"| {name} | {rate:,.0f} | {rate / rates['naive']:.1f}x |")
+    print(f"\nsingle core: {one_core:,.0f} ex/s")
+    print(f"targets: builder_cold >= answer: {rates['builder_cold'] >= rates['answer']}; "
+          f"builder_cold >= 0.85 x limit: {rates['builder_cold'] >= 0.85 * rates['limit']} "
+          f"({rates['builder_cold'] / rates['limit']:.2f}); "
+          f"builder_warm >= 10 x naive: {rates['builder_warm'] >= 10 * rates['naive']} "
+          f"({rates['builder_warm'] / rates['naive']:.1f}x)")
+    if FLAGS.json:
+        with open(FLAGS.json, "w") as stream:
+            json.dump({k: round(v, 1) for k, v in rates.items()}, stream, indent=1)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,286 @@
+"""Audio decoding and feature extraction: pure functions for `tf.data` maps.
+
+The hot path stays in TensorFlow ops: a canonical 16-bit PCM WAV at the
+configured sample rate is read and decoded in-graph (`tf.audio.decode_wav`),
+which scales with `num_parallel_calls`. Everything else (FLAC, OGG, 24-bit or
+float WAV, other sample rates, files with unusual headers) goes through
+soundfile and soxr inside `tf.numpy_function`, which holds the GIL and so does
+not scale; the persistent cache makes that a one-time cost.
+
+Shapes: a waveform is float32 `[samples]` in [-1, 1]; every feature is
+float32 `[frames, bins]` (the waveform feature is `[samples, 1]`), so one
+augmentation and batching code path serves them all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Sequence
+
+import numpy as np
+import soundfile
+import soxr
+import tensorflow as tf
+from absl import logging
+
+FEATURES = ("waveform", "spectrogram", "log_mel", "mfcc")
+
+# Added before taking logs so silence maps to a finite floor, not -inf.
+LOG_OFFSET = 1e-6
+# A canonical WAV header: RIFF(12) + "fmt " chunk of 16 bytes (24) + "data" chunk header (8).
+_CANONICAL_WAV_HEADER_BYTES = 44
+
+
+class BadAudioFileError(ValueError):
+    """A file could not be read as audio. The message names the file and the fix."""
+
+    def __init__(self, path: str, reason: str):
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"cannot read audio file '{path}': {reason}. Fix or remove the file, or "
+            "pass skip_bad_files=True (flag --skip_bad_files) to skip unreadable files."
+        )
+
+
+class BadFileLog:
+    """Thread-safe record of the files skipped because they could not be decoded."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.skipped: list[tuple[str, str]] = []
+
+    def add(self, path: str, reason: str) -> None:
+        with self._lock:
+            self.skipped.append((path, reason))
+        logging.warning("Skipping unreadable audio file %s: %s", path, reason)
+
+    def summary(self, limit: int = 5) -> str:
+        with self._lock:
+            names = ", ".join(path for path, _ in self.skipped[:limit])
+            more = "" if len(self.skipped) <= limit else ", ..."
+            return f"{len(self.skipped)} unreadable file(s) skipped: {names}{more}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureSpec:
+    """What the deterministic (cacheable) transforms need to know."""
+
+    sample_rate: int
+    clip_samples: int
+    feature: str
+    frame_length: int
+    frame_step: int
+    fft_length: int
+    n_mels: int
+    n_mfcc: int
+    fmin: float
+    fmax: float
+
+    @property
+    def num_frames(self) -> int:
+        """Frames in one clip of `clip_samples` (the model's time axis)."""
+        return self.frames_in(self.clip_samples)
+
+    @property
+    def hop(self) -> int:
+        """Samples between frames (1 for the waveform feature)."""
+        return 1 if self.feature == "waveform" else self.frame_step
+
+    def frames_in(self, samples: int) -> int:
+        if self.feature == "waveform":
+            return samples
+        return 1 + (samples - self.frame_length) // self.frame_step
+
+    @property
+    def num_bins(self) -> int:
+        return {
+            "waveform": 1,
+            "spectrogram": self.fft_length // 2 + 1,
+            "log_mel": self.n_mels,
+            "mfcc": self.n_mfcc,
+        }[self.feature]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.num_frames, self.num_bins)
+
+
+def _read_with_soundfile(path: str, sample_rate: int) -> np.ndarray:
+    """Reads any format libsndfile knows, mixes to mono, resamples. Raises BadAudioFileError."""
+    try:
+        info = soundfile.info(path)
+        # libsndfile reads a truncated WAV silently; its header report says so.
+        if "(should be" in info.extra_info:
+            raise BadAudioFileError(path, "the file is truncated (header length and data disagree)")
+        data, file_rate = soundfile.read(path, dtype="float32", always_2d=True)
+    except BadAudioFileError:
+        raise
+    except (soundfile.LibsndfileError, RuntimeError, OSError, TypeError) as error:
+        raise BadAudioFileError(path, f"not a readable audio file ({error})") from error
+    if data.shape[0] == 0:
+        raise BadAudioFileError(path, "the file holds no audio frames")
+    mono = data.mean(axis=1)
+    if file_rate != sample_rate:
+        mono = soxr.resample(mono, file_rate, sample_rate)
+    return mono.astype(np.float32)
+
+
+def _fallback_decoder(sample_rate: int, bad_files: BadFileLog | None):
+    """Returns a numpy function path -> (waveform, ok) for `tf.numpy_function`."""
+
+    def decode(path: bytes) -> tuple[np.ndarray, bool]:
+        name = path.decode()
+        try:
+            return _read_with_soundfile(name, sample_rate), np.bool_(True)
+        except BadAudioFileError as error:
+            if bad_files is None:
+                raise
+            bad_files.add(name, error.reason)
+            return np.zeros([0], np.float32), np.bool_(False)
+
+    return decode
+
+
+def _u16(contents: tf.Tensor, offset: int) -> tf.Tensor:
+    return tf.cast(tf.io.decode_raw(tf.strings.substr(contents, offset, 2), tf.uint16)[0], tf.int64)
+
+
+def _u32(contents: tf.Tensor, offset: int) -> tf.Tensor:
+    # decode_raw has no uint32: read int32 and drop the sign extension.
+    value = tf.cast(tf.io.decode_raw(tf.strings.substr(contents, offset, 4), tf.int32)[0], tf.int64)
+    return tf.bitwise.bitwise_and(value, 0xFFFFFFFF)
+
+
+def is_canonical_pcm16_wav(contents: tf.Tensor) -> tf.Tensor:
+    """True when `tf.audio.decode_wav` can decode `contents` without error.
+
+    That is a 44-byte-header, 16-bit PCM WAV whose data chunk fits in the file.
+    Any other file goes to the soundfile path, which names the file on error
+    (decode_wav's own errors do not say which file failed).
+    """
+    size = tf.cast(tf.strings.length(contents), tf.int64)
+
+    def check_header() -> tf.Tensor:
+        return tf.reduce_all(
+            tf.stack(
+                [
+                    tf.strings.substr(contents, 0, 4) == "RIFF",
+                    tf.strings.substr(contents, 8, 8) == "WAVEfmt ",
+                    _u32(contents, 16) == 16,
+                    _u16(contents, 20) == 1,  # WAVE_FORMAT_PCM
+                    _u16(contents, 34) == 16,  # bits per sample
+                    tf.strings.substr(contents, 36, 4) == "data",
+                    size >= _CANONICAL_WAV_HEADER_BYTES + _u32(contents, 40),
+                ]
+            )
+        )
+
+    return tf.cond(size >= _CANONICAL_WAV_HEADER_BYTES, check_header, lambda: tf.constant(False))
+
+
+def decode_audio(
+    path: tf.Tensor, sample_rate: int, bad_files: BadFileLog | None = None
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """Reads one file: returns (mono float32 waveform `[samples]` at `sample_rate`, ok).
+
+    `ok` is False only for an unreadable file when `bad_files` is given (skip mode);
+    without it an unreadable file raises an error that names it.
+    """
+    fallback = _fallback_decoder(sample_rate, bad_files)
+
+    def via_soundfile() -> tuple[tf.Tensor, tf.Tensor]:
+        wave, ok = tf.numpy_function(fallback, [path], [tf.float32, tf.bool], stateful=False)
+        return tf.ensure_shape(wave, [None]), tf.ensure_shape(ok, [])
+
+    def via_decode_wav(contents: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        audio, file_rate = tf.audio.decode_wav(contents)
+        mono = tf.reduce_mean(audio, axis=1)
+        return tf.cond(
+            tf.logical_and(file_rate == sample_rate, tf.shape(mono)[0] > 0),
+            lambda: (mono, tf.constant(True)),
+            via_soundfile,  # resampling, or an empty file's error, is soundfile's job
+        )
+
+    contents = tf.io.read_file(path)
+    return tf.cond(
+        is_canonical_pcm16_wav(contents), lambda: via_decode_wav(contents), via_soundfile
+    )
+
+
+def fit_waveform(wave: tf.Tensor, length: int) -> tf.Tensor:
+    """Centres `wave` in `length` samples: short clips are padded with silence on both
+    sides, long ones centre-cropped, so a sound keeps its place relative to the middle."""
+    pad = tf.maximum(0, length - tf.shape(wave)[0])
+    wave = tf.pad(wave, [[pad // 2, pad - pad // 2]])
+    start = (tf.shape(wave)[0] - length) // 2
+    return wave[start : start + length]
+
+
+def compute_features(wave: tf.Tensor, spec: FeatureSpec) -> tf.Tensor:
+    """Waveforms `[..., samples]` -> features `[..., frames, bins]` as chosen by `spec.feature`.
+
+    Works on a single clip or a batch; a batch is several times cheaper per clip.
+    """
+    if spec.feature == "waveform":
+        return wave[..., tf.newaxis]
+    stft = tf.signal.stft(wave, spec.frame_length, spec.frame_step, spec.fft_length)
+    magnitude = tf.abs(stft)
+    if spec.feature == "spectrogram":
+        return tf.math.log(magnitude + LOG_OFFSET)
+    mel_matrix = tf.signal.linear_to_mel_weight_matrix(
+        spec.n_mels, spec.fft_length // 2 + 1, spec.sample_rate, spec.fmin, spec.fmax
+    )
+    log_mel = tf.math.log(tf.tensordot(tf.square(magnitude), mel_matrix, 1) + LOG_OFFSET)
+    if spec.feature == "log_mel":
+        return log_mel
+    return tf.signal.mfccs_from_log_mel_spectrograms(log_mel)[..., : spec.n_mfcc]
+
+
+def noise_bank(seed: int, frames: int, bins: int) -> tf.Tensor:
+    """A fixed field of unit Gaussian noise `[frames, bins]` that augmentation samples windows from.
+
+    Drawing fresh normals for every batch cost more than all the rest of the
+    warm pipeline on 2 cores; a random window of a large fixed field is as good
+    for augmentation and costs one gather.
+    """
+    return tf.constant(np.random.default_rng(seed).standard_normal([frames, bins]), tf.float32)
+
+
+def _random_windows(seed: tf.Tensor, batch: tf.Tensor, low: int, high: int, length: int) -> tf.Tensor:
+    """`[batch, length]` indices of windows starting uniformly in [low, high]."""
+    starts = tf.random.stateless_uniform([batch], seed, low, high + 1, tf.int32)
+    return starts[:, tf.newaxis] + tf.range(length)[tf.newaxis, :]
+
+
+def augment_batch(
+    features: tf.Tensor,
+    seed: tf.Tensor,
+    num_frames: int,
+    max_shift_frames: int,
+    noise: tf.Tensor,
+    noise_stddev: float,
+) -> tf.Tensor:
+    """Train-time augmentation of a whole batch, reproducible from the stateless `seed` ([2]).
+
+    `features` is `[batch, window, bins]`: each clip's features over a window
+    `2 * margin` frames longer than the model's `num_frames`, centred on the
+    clip. Each example gets a random crop of `num_frames` within
+    `max_shift_frames` of the centre (a random crop of a longer clip, a time
+    shift of a shorter one), then a random window of the `noise` bank scaled to
+    `noise_stddev` times its own standard deviation, so one setting suits every
+    feature type. Vectorised over the batch: per-example maps would cost more
+    than the work itself.
+    """
+    crop_seed, noise_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+    batch = tf.shape(features)[0]
+    margin = (features.shape[1] - num_frames) // 2
+    shift = min(max_shift_frames, margin)
+    windows = _random_windows(crop_seed, batch, margin - shift, margin + shift, num_frames)
+    features = tf.gather(features, windows, batch_dims=1)
+    if noise_stddev > 0:
+        scale = noise_stddev * tf.math.reduce_std(features, axis=[1, 2], keepdims=True)
+        noise_windows = _random_windows(noise_seed, batch, 0, noise.shape[0] - num_frames, num_frames)
+        features += scale * tf.gather(noise, noise_windows)
+    return features

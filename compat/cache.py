@@ -1,0 +1,243 @@
+"""The persistent dataset cache: decoded features kept between calls and processes.
+
+An entry holds one split's examples after the deterministic transforms (decode,
+mono, resample, length fit, features) and before augmentation, written with
+`tf.data.Dataset.save`. Its key fingerprints everything that determines those
+examples: each file's path, size, modification time and label, the settings
+used before the cache, and `FORMAT_VERSION`. A touched file or a changed
+setting gives a new key, so an entry is never stale; old entries are listed and
+removed with `list_entries`/`remove_entries` or `python -m compat.cache`.
+
+Unlike `Dataset.cache(filename)`, an entry is built completely before anyone
+reads it and is published by an atomic rename (see `compat.atomic`): no lock
+files, no partially cached contents, no clash between concurrent builders.
+
+Layout: `<cache_dir>/datasets/<key>/{data/, meta.json}`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import time
+from typing import Callable, Sequence
+
+import tensorflow as tf
+from absl import logging
+
+from compat import atomic
+
+FORMAT_VERSION = 1
+_ENV_CACHE_DIR = "ESTIMATOR_COMPAT_CACHE_DIR"
+
+
+def default_cache_dir() -> str:
+    """`$ESTIMATOR_COMPAT_CACHE_DIR`, else `$XDG_CACHE_HOME/estimator-compat`, else `~/.cache/...`."""
+    if os.environ.get(_ENV_CACHE_DIR):
+        return os.environ[_ENV_CACHE_DIR]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "estimator-compat")
+
+
+def fingerprint(paths: Sequence[str], labels: Sequence[int], settings: dict) -> str:
+    """The cache key of the examples made from these files with these settings."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps({"format": FORMAT_VERSION, **settings}, sort_keys=True).encode())
+    for path, label in zip(paths, labels):
+        stat = os.stat(path)
+        digest.update(f"{os.path.abspath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}\0{label}\n".encode())
+    return digest.hexdigest()[:32]
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheEntry:
+    key: str
+    path: str
+    examples: int
+    size_bytes: int
+    created: float
+    last_used: float
+    description: dict
+
+
+def _entries_dir(cache_dir: str) -> str:
+    return os.path.join(cache_dir, "datasets")
+
+
+def _folder_size(folder: str) -> int:
+    return sum(
+        os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(folder) for name in names
+    )
+
+
+def _read_entry(folder: str) -> CacheEntry:
+    meta_path = os.path.join(folder, "meta.json")
+    with open(meta_path) as stream:
+        meta = json.load(stream)
+    return CacheEntry(
+        key=os.path.basename(folder),
+        path=folder,
+        examples=meta["examples"],
+        size_bytes=meta["size_bytes"],
+        created=meta["created"],
+        last_used=os.path.getmtime(meta_path),
+        description={k: v for k, v in meta.items() if k not in ("examples", "size_bytes", "created")},
+    )
+
+
+def _publish(temp: str, final: str, meta: dict) -> None:
+    """Publishes the finished cache files in `temp` as the entry `final`.
+
+    The files are hard-linked, not moved: the writing pipeline goes on reading
+    them from `temp` in later epochs.
+    """
+
+    def link_files(folder: str) -> None:
+        for name in os.listdir(temp):
+            if name.startswith("data."):
+                source, target = os.path.join(temp, name), os.path.join(folder, name)
+                try:
+                    os.link(source, target)
+                except OSError:  # a file system without hard links
+                    shutil.copyfile(source, target)
+        meta["size_bytes"] = _folder_size(folder)
+        with open(os.path.join(folder, "meta.json"), "w") as stream:
+            json.dump(meta, stream, indent=1, sort_keys=True)
+
+    atomic.publish_folder(final, link_files)
+    logging.info("Dataset cache written: %s (%d examples, %.1f MB)",
+                 os.path.basename(final), meta["examples"], meta["size_bytes"] / 1e6)
+
+
+def _then_call(dataset: tf.data.Dataset, callback: Callable[[], None]) -> tf.data.Dataset:
+    """`dataset`, calling `callback()` in Python each time its last element has been read."""
+
+    def run(_: tf.Tensor) -> tf.Tensor:
+        def call() -> bool:
+            callback()
+            return False
+
+        return tf.py_function(call, [], tf.bool)
+
+    marker = tf.data.Dataset.from_tensors(0).map(run).filter(lambda keep: keep)
+    return dataset.concatenate(marker.map(lambda _: _zeros(dataset.element_spec)))
+
+
+def _zeros(element_spec):
+    """An element of `element_spec` (fully defined shapes), for structure only."""
+    return tf.nest.map_structure(lambda spec: tf.zeros(spec.shape, spec.dtype), element_spec)
+
+
+def _cache_files(element_spec, prefix: str) -> tf.data.Dataset:
+    """Reads complete `Dataset.cache` files at `prefix` (the input is never iterated)."""
+    return tf.data.Dataset.from_tensors(_zeros(element_spec)).cache(prefix)
+
+
+def through_disk_cache(
+    cache_dir: str,
+    key: str,
+    build: Callable[[], tf.data.Dataset],
+    element_spec,
+    describe: Callable[[], dict],
+    complete_now: bool,
+) -> tf.data.Dataset:
+    """The examples under `key`: read from the cache on a hit, written through on a miss.
+
+    On a miss, `build()`'s dataset is cached into a private temporary folder as
+    its first pass streams to the consumer (the first epoch costs no extra pass),
+    and the entry is published atomically when that pass completes. A pass
+    that stops early publishes nothing. `complete_now` runs the first pass here,
+    for splits that callers may read only in part (evaluation with `steps`).
+    `describe()` gives the entry's description once the pass is done.
+    """
+    final = os.path.join(_entries_dir(cache_dir), key)
+    if os.path.isdir(final):
+        entry = _read_entry(final)
+        os.utime(os.path.join(final, "meta.json"))  # last use, for pruning
+        logging.info("Dataset cache hit: %s (%d examples, %.1f MB)", key, entry.examples, entry.size_bytes / 1e6)
+        return _cache_files(element_spec, os.path.join(final, "data"))
+
+    logging.info("Dataset cache miss: writing %s while reading", key)
+    temp = atomic.make_temp_folder(final)
+    atexit.register(shutil.rmtree, temp, True)
+    started = time.monotonic()
+
+    def publish_once() -> None:
+        if not os.path.isdir(final):
+            meta = {"format": FORMAT_VERSION, "created": time.time(),
+                    "build_seconds": round(time.monotonic() - started, 3), **describe()}
+            _publish(temp, final, meta)
+
+    # The prefetch runs the writer in its own thread, beside the decoding threads.
+    written = _then_call(build().cache(os.path.join(temp, "data")), publish_once).prefetch(tf.data.AUTOTUNE)
+    if not complete_now:
+        return written
+    written.reduce(0, lambda count, _: count)
+    return through_disk_cache(cache_dir, key, build, element_spec, describe, complete_now)
+
+
+def list_entries(cache_dir: str) -> list[CacheEntry]:
+    """Complete entries, least recently used first (temporary folders are never listed)."""
+    folder = _entries_dir(cache_dir)
+    if not os.path.isdir(folder):
+        return []
+    entries = []
+    for item in os.scandir(folder):
+        if item.is_dir() and not atomic.is_temporary(item.name):
+            try:
+                entries.append(_read_entry(item.path))
+            except (OSError, ValueError, KeyError):
+                logging.warning("Ignoring unreadable cache entry %s", item.path)
+    return sorted(entries, key=lambda entry: entry.last_used)
+
+
+def remove_entries(
+    cache_dir: str, keys: Sequence[str] = (), unused_for_seconds: float | None = None
+) -> list[CacheEntry]:
+    """Removes the entries named in `keys`, or unused for `unused_for_seconds`, or all.
+
+    Also clears temporary folders left by killed writers. Returns what was removed.
+    """
+    now = time.time()
+    chosen = [
+        entry
+        for entry in list_entries(cache_dir)
+        if (not keys or entry.key in keys)
+        and (unused_for_seconds is None or now - entry.last_used >= unused_for_seconds)
+    ]
+    for entry in chosen:
+        # Rename first so that no reader can open a half-deleted entry.
+        doomed = atomic.make_temp_folder(entry.path)
+        os.rename(entry.path, doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+    atomic.remove_abandoned_temporaries(_entries_dir(cache_dir))
+    return chosen
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m compat.cache", description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=("list", "remove"))
+    parser.add_argument("--cache_dir", default=default_cache_dir())
+    parser.add_argument("--key", action="append", default=[], help="entry to remove (repeatable)")
+    parser.add_argument("--unused_days", type=float, help="remove entries unused for this many days")
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        entries = list_entries(args.cache_dir)
+    else:
+        seconds = None if args.unused_days is None else args.unused_days * 86400
+        entries = remove_entries(args.cache_dir, args.key, seconds)
+    for entry in entries:
+        used = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.last_used))
+        print(f"{entry.key}  {entry.examples:7d} ex  {entry.size_bytes / 1e6:8.1f} MB  used {used}  "
+              f"{json.dumps(entry.description, sort_keys=True)}")
+    print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} {'listed' if args.command == 'list' else 'removed'}"
+          f" in {_entries_dir(args.cache_dir)}")
+
+
+if __name__ == "__main__":
+    main()

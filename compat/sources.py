@@ -1,0 +1,233 @@
+"""Where the audio files come from, and which split each file belongs to.
+
+A source is a `DataSource`, or a string parsed by `DataSource.parse`:
+  "synthetic"        the built-in default, generated once into the cache folder;
+  "fsdd"             the Free Spoken Digit Dataset, downloaded once into the cache folder;
+  "fsdd:DIR"         FSDD recordings already on disk (`DIR` or `DIR/recordings`);
+  "DIR"              a folder with one sub-folder per class (`DIR/<label>/*.wav`);
+  "FILE.csv"         a manifest with rows `path,label[,split]`.
+
+Listing is cheap (names and `stat` only): no file is opened here.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import os
+import re
+
+SPLITS = ("train", "eval", "test", "predict")
+KINDS = ("synthetic", "fsdd", "folder", "manifest")
+AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg")
+
+# FSDD's file names: {digit}_{speaker}_{take}.wav; takes 0-4 are its official test set.
+_FSDD_NAME = re.compile(r"^(\d)_([A-Za-z]+)_(\d+)\.wav$")
+_FSDD_TEST_TAKES = range(0, 5)
+# FSDD has no validation split. Takes 5-9 keep every speaker and digit in it, as in
+# the test set; a speaker-hash split would hold out one of only six speakers.
+_FSDD_EVAL_TAKES = range(5, 10)
+
+
+class DataSourceError(ValueError):
+    """A source, folder, manifest, label or split is unusable; the message says how to fix it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DataSource:
+    """A named set of labelled audio files."""
+
+    kind: str = "synthetic"
+    path: str | None = None  # folder, manifest, or FSDD recordings; None: FSDD is downloaded
+    url: str | None = None  # FSDD download address; None: its public source
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise DataSourceError(f"unknown source kind '{self.kind}'; use one of {', '.join(KINDS)}")
+        if self.kind in ("folder", "manifest") and not self.path:
+            raise DataSourceError(f"a '{self.kind}' source needs a path")
+
+    @classmethod
+    def parse(cls, spec: "str | os.PathLike | DataSource") -> "DataSource":
+        if isinstance(spec, DataSource):
+            return spec
+        text = os.fspath(spec)
+        if text in ("synthetic", "fsdd"):
+            return cls(text)
+        if text.startswith("fsdd:"):
+            return cls("fsdd", path=text[len("fsdd:") :])
+        if text.lower().endswith(".csv"):
+            return cls("manifest", path=text)
+        return cls("folder", path=text)
+
+    def describe(self) -> str:
+        return self.kind if self.path is None else f"{self.kind}:{self.path}"
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelledFile:
+    path: str
+    label: str
+    group: str  # files of one group never land in two splits
+    split: str | None  # None: decided by a hash of `group`
+
+
+@dataclasses.dataclass(frozen=True)
+class FileTable:
+    """The files of one split, with integer labels indexing `class_names`."""
+
+    paths: tuple[str, ...]
+    labels: tuple[int, ...]
+    class_names: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+def _require_dir(path: str, what: str) -> str:
+    if not os.path.exists(path):
+        raise DataSourceError(f"{what} '{path}' does not exist; check the path (flag --data_dir)")
+    if not os.path.isdir(path):
+        raise DataSourceError(f"{what} '{path}' is not a folder")
+    return path
+
+
+def _is_audio(name: str) -> bool:
+    return name.lower().endswith(AUDIO_EXTENSIONS)
+
+
+def _no_audio_error(folder: str) -> DataSourceError:
+    return DataSourceError(
+        f"no audio files in '{folder}' (looked for {', '.join(AUDIO_EXTENSIONS)}); "
+        "point --data_dir at a folder with one sub-folder of audio files per class"
+    )
+
+
+def list_class_folders(root: str) -> list[LabelledFile]:
+    """`root/<label>/**/<file>` -> files labelled by their top sub-folder."""
+    _require_dir(root, "data folder")
+    files = []
+    for label in sorted(entry.name for entry in os.scandir(root) if entry.is_dir()):
+        for folder, _, names in sorted(os.walk(os.path.join(root, label))):
+            for name in sorted(filter(_is_audio, names)):
+                path = os.path.join(folder, name)
+                files.append(LabelledFile(path, label, os.path.relpath(path, root), None))
+    if not files:
+        raise _no_audio_error(root)
+    return files
+
+
+def list_fsdd(root: str) -> list[LabelledFile]:
+    """FSDD recordings, with its official test split and takes 5-9 as eval."""
+    _require_dir(root, "FSDD folder")
+    if os.path.isdir(os.path.join(root, "recordings")):
+        root = os.path.join(root, "recordings")
+    files = []
+    for name in sorted(os.listdir(root)):
+        match = _FSDD_NAME.match(name)
+        if not match:
+            continue
+        digit, speaker, take = match.group(1), match.group(2), int(match.group(3))
+        split = "test" if take in _FSDD_TEST_TAKES else "eval" if take in _FSDD_EVAL_TAKES else "train"
+        files.append(LabelledFile(os.path.join(root, name), digit, speaker, split))
+    if not files:
+        raise DataSourceError(
+            f"no FSDD recordings named {{digit}}_{{speaker}}_{{take}}.wav in '{root}'; "
+            "point --data_dir at FSDD's 'recordings' folder"
+        )
+    return files
+
+
+def list_manifest(manifest: str) -> list[LabelledFile]:
+    """A CSV of `path,label[,split]` rows; relative paths are relative to the manifest."""
+    if not os.path.isfile(manifest):
+        raise DataSourceError(f"manifest '{manifest}' does not exist; check the path (flag --manifest)")
+    base = os.path.dirname(os.path.abspath(manifest))
+    files = []
+    with open(manifest, newline="") as stream:
+        for line, row in enumerate(csv.reader(stream), start=1):
+            cells = [cell.strip() for cell in row]
+            if not cells or not any(cells) or (line == 1 and cells[0].lower() == "path"):
+                continue
+            where = f"manifest '{manifest}' line {line}"
+            if len(cells) < 2 or not cells[0] or not cells[1]:
+                raise DataSourceError(f"{where}: expected 'path,label[,split]', got {row}")
+            path = os.path.join(base, cells[0])
+            if not os.path.isfile(path):
+                raise DataSourceError(f"{where}: audio file '{path}' does not exist")
+            split = cells[2] if len(cells) > 2 and cells[2] else None
+            if split is not None and split not in ("train", "eval", "test"):
+                raise DataSourceError(f"{where}: split '{split}' must be train, eval or test (or empty)")
+            files.append(LabelledFile(path, cells[1], cells[0], split))
+    if not files:
+        raise DataSourceError(f"manifest '{manifest}' lists no files; add rows 'path,label[,split]'")
+    return files
+
+
+def hash_split(group: str, eval_fraction: float, test_fraction: float) -> str:
+    """A stable split for `group`: the same on every machine and run."""
+    position = int.from_bytes(hashlib.sha256(group.encode()).digest()[:8], "big") / 2**64
+    if position < eval_fraction:
+        return "eval"
+    if position < eval_fraction + test_fraction:
+        return "test"
+    return "train"
+
+
+def list_source(source: DataSource, cache_dir: str) -> list[LabelledFile]:
+    """Every file of `source`, downloading or generating it into `cache_dir` first if needed."""
+    if source.kind == "synthetic":
+        from compat import synthetic
+
+        return list_class_folders(synthetic.ensure_dataset(cache_dir))
+    if source.kind == "fsdd":
+        if source.path is None:
+            from compat import fetch
+
+            return list_fsdd(fetch.fetch_fsdd(cache_dir, url=source.url))
+        return list_fsdd(source.path)
+    if source.kind == "manifest":
+        return list_manifest(source.path)
+    return list_class_folders(source.path)
+
+
+def list_split(
+    source: DataSource,
+    split: str,
+    cache_dir: str,
+    eval_fraction: float = 0.1,
+    test_fraction: float = 0.1,
+    class_names: tuple[str, ...] | None = None,
+) -> FileTable:
+    """The files of `split` ("predict" reads the test files), labelled as integers.
+
+    Class names are the sorted labels of the training split (or `class_names`
+    when given), so every split of a source shares one label index.
+    """
+    if split not in SPLITS:
+        raise DataSourceError(f"unknown split '{split}'; use one of {', '.join(SPLITS)}")
+    files = list_source(source, cache_dir)
+    assigned = [
+        (f, f.split or hash_split(f.group, eval_fraction, test_fraction)) for f in files
+    ]
+    names = class_names or tuple(sorted({f.label for f, s in assigned if s == "train"}))
+    index = {name: i for i, name in enumerate(names)}
+    wanted = "test" if split == "predict" else split
+    chosen = [f for f, s in assigned if s == wanted]
+    for f in chosen:
+        if f.label not in index:
+            raise DataSourceError(
+                f"unknown label '{f.label}' for '{f.path}' in the {wanted} split of "
+                f"{source.describe()}: the model knows {list(names)}. Add training files "
+                "for it, or remove the file"
+            )
+    if not chosen:
+        raise DataSourceError(
+            f"the {wanted} split of {source.describe()} is empty ({len(files)} files in all); "
+            "add files, give them an explicit split in a manifest, or change "
+            "eval_fraction/test_fraction"
+        )
+    return FileTable(
+        tuple(f.path for f in chosen), tuple(index[f.label] for f in chosen), tuple(names)
+    )
