@@ -130,8 +130,8 @@ def _read_with_soundfile(path: str, sample_rate: int) -> np.ndarray:
 def _fallback_decoder(sample_rate: int, bad_files: BadFileLog | None):
     """Returns a numpy function path -> (waveform, ok) for `tf.numpy_function`."""
 
-    def decode(path: bytes) -> tuple[np.ndarray, bool]:
-        name = path.decode()
+    def decode(path: "bytes | np.ndarray") -> tuple[np.ndarray, bool]:
+        name = np.asarray(path).item().decode()
         try:
             return _read_with_soundfile(name, sample_rate), np.bool_(True)
         except BadAudioFileError as error:

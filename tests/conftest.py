@@ -1,0 +1,57 @@
+"""Shared fixtures: real audio files written with soundfile into temporary folders."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np
+import pytest
+import soundfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HELPERS = os.path.join(REPO, "tests", "helpers")
+
+
+def fsdd_dir() -> str | None:
+    """FSDD recordings for tests: $FSDD_DIR, else the shared copy beside the checkout."""
+    path = os.environ.get("FSDD_DIR") or os.path.join(REPO, "..", "shared", "data", "fsdd", "recordings")
+    return path if os.path.isdir(path) else None
+
+
+def tone(freq: float, seconds: float = 0.5, rate: int = 16000, channels: int = 1, seed: int = 0) -> np.ndarray:
+    """A sine tone with a little noise, float in [-1, 1], shape [samples] or [samples, channels]."""
+    t = np.arange(int(seconds * rate)) / rate
+    wave = 0.5 * np.sin(2 * np.pi * freq * t) + 0.01 * np.random.default_rng(seed).standard_normal(t.size)
+    return wave if channels == 1 else np.stack([wave] * channels, axis=1)
+
+
+def write_class_folders(root, classes=("high", "low", "mid"), per_class: int = 6, rate: int = 16000,
+                        subtype: str = "PCM_16", ext: str = "wav") -> str:
+    """`root/<class>/<n>.<ext>`: tones whose pitch depends on the class."""
+    freqs = {name: 300 * (i + 1) for i, name in enumerate(classes)}
+    for name in classes:
+        os.makedirs(os.path.join(root, name), exist_ok=True)
+        for n in range(per_class):
+            path = os.path.join(root, name, f"{name}_{n}.{ext}")
+            soundfile.write(path, tone(freqs[name] + 5 * n, rate=rate, seed=n), rate, subtype=subtype)
+    return str(root)
+
+
+@pytest.fixture
+def class_folders(tmp_path):
+    return write_class_folders(tmp_path / "data")
+
+
+@pytest.fixture
+def cache_dir(tmp_path):
+    return str(tmp_path / "cache")
+
+
+def run_helper(name: str, *args: str, **kwargs):
+    import subprocess
+
+    return subprocess.run([sys.executable, os.path.join(HELPERS, name), *args],
+                          capture_output=True, text=True, **kwargs)

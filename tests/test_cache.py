@@ -1,0 +1,124 @@
+"""The persistent cache across calls and processes: hits, invalidation, crashes, races."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import soundfile
+
+from compat import cache, data
+from compat.sources import DataSource, list_split
+from conftest import HELPERS, run_helper, write_class_folders
+
+
+def _digest(source, cache_dir, split="eval", **overrides):
+    result = run_helper("digest_split.py", source, cache_dir, split, json.dumps(overrides), timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
+
+
+def _keep_stat_but_scramble(path):
+    """Overwrites a file with noise of the same size and modification time."""
+    stat = os.stat(path)
+    with open(path, "r+b") as stream:
+        stream.seek(44)
+        stream.write(np.random.default_rng(0).integers(0, 255, stat.st_size - 44, dtype=np.uint8).tobytes())
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_a_second_process_hits_the_cache_and_decodes_nothing(tmp_path):
+    root = write_class_folders(tmp_path / "data", per_class=10)
+    cache_dir = str(tmp_path / "cache")
+    first, log = _digest(root, cache_dir, eval_fraction=0.5)
+    assert "Dataset cache miss" in log and "Dataset cache written" in log
+    # If the second process decoded anything, the scrambled audio would change its digest.
+    for path in list_split(DataSource.parse(root), "eval", cache_dir, 0.5, 0.1).paths:
+        _keep_stat_but_scramble(path)
+    second, log = _digest(root, cache_dir, eval_fraction=0.5)
+    assert "Dataset cache hit" in log and "Dataset cache miss" not in log
+    assert second == first and first["examples"] > 0
+
+
+def test_a_touched_file_or_a_changed_setting_gives_a_new_key(tmp_path):
+    root = write_class_folders(tmp_path / "data", per_class=10)
+    cache_dir = str(tmp_path / "cache")
+    config = data.PipelineConfig(cache_dir=cache_dir, eval_fraction=0.5, deterministic=True)
+
+    def eval_features(config):
+        return np.concatenate([f["audio"].numpy() for f, _ in data.build_dataset(root, config, "eval")])
+
+    before = eval_features(config)
+    assert len(cache.list_entries(cache_dir)) == 1
+    path = list_split(DataSource.parse(root), "eval", cache_dir, 0.5, 0.1).paths[0]
+    soundfile.write(path, np.zeros(8000), 16000, subtype="PCM_16")  # new content, new mtime and size
+    after = eval_features(config)
+    assert len(cache.list_entries(cache_dir)) == 2 and not np.array_equal(before, after)
+    os.utime(path)  # same content, new modification time: rebuilt, never trusted stale
+    eval_features(config)
+    assert len(cache.list_entries(cache_dir)) == 3
+    eval_features(data.PipelineConfig(**{**config.__dict__, "n_mels": 20}))
+    assert len(cache.list_entries(cache_dir)) == 4
+    eval_features(data.PipelineConfig(**{**config.__dict__, "batch_size": 3, "noise_stddev": 0.2}))
+    assert len(cache.list_entries(cache_dir)) == 4  # after-cache settings share the entry
+
+
+def test_kill_during_the_cache_write_leaves_nothing_that_blocks_the_next_run(tmp_path):
+    root = write_class_folders(tmp_path / "data", per_class=20)
+    cache_dir = str(tmp_path / "cache")
+    writer = subprocess.Popen([sys.executable, os.path.join(HELPERS, "slow_train.py"), root, cache_dir],
+                              stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().startswith("batch 0")  # mid-way through its first epoch
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=60)
+    entries = os.path.join(cache_dir, "datasets")
+    leftovers = os.listdir(entries)
+    assert leftovers and all(name.startswith(".tmp-") for name in leftovers)
+    assert cache.list_entries(cache_dir) == []  # a partial write is never an entry
+
+    config = data.PipelineConfig(cache_dir=cache_dir, batch_size=8)
+    train_files = len(list_split(DataSource.parse(root), "train", cache_dir))
+    for _ in data.build_dataset(root, config, "train").take(-(-train_files // 8) + 1):
+        pass  # one whole epoch, then one more batch: the entry is published
+    (entry,) = cache.list_entries(cache_dir)
+    assert entry.examples == train_files
+    assert not any(name in os.listdir(entries) for name in leftovers)  # the dead writer's folder is gone
+
+
+def test_two_processes_building_one_key_both_succeed(tmp_path):
+    root = write_class_folders(tmp_path / "data", per_class=15)
+    cache_dir = str(tmp_path / "cache")
+    command = [sys.executable, os.path.join(HELPERS, "digest_split.py"), root, cache_dir, "eval",
+               json.dumps({"eval_fraction": 0.5})]
+    both = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [process.communicate(timeout=300) for process in both]
+    assert [process.returncode for process in both] == [0, 0], outputs[0][1][-2000:] + outputs[1][1][-2000:]
+    digests = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+    assert digests[0] == digests[1]
+    assert len(cache.list_entries(cache_dir)) == 1
+    assert os.listdir(os.path.join(cache_dir, "datasets")) == [cache.list_entries(cache_dir)[0].key]
+    third, _ = _digest(root, cache_dir, eval_fraction=0.5)
+    assert third == digests[0]
+
+
+def test_entries_can_be_listed_and_removed(tmp_path):
+    root = write_class_folders(tmp_path / "data", per_class=10)
+    cache_dir = str(tmp_path / "cache")
+    for split in ("eval", "test"):
+        list(data.build_dataset(root, data.PipelineConfig(cache_dir=cache_dir, test_fraction=0.3), split))
+    entries = cache.list_entries(cache_dir)
+    assert sorted(e.description["split"] for e in entries) == ["eval", "test"]
+    assert all(e.size_bytes > 0 and e.examples > 0 for e in entries)
+    assert cache.remove_entries(cache_dir, unused_for_seconds=3600) == []
+    removed = cache.remove_entries(cache_dir, keys=[entries[0].key])
+    assert [e.key for e in removed] == [entries[0].key]
+    listed = subprocess.run([sys.executable, "-m", "compat.cache", "list", f"--cache_dir={cache_dir}"],
+                            capture_output=True, text=True, check=True).stdout
+    assert entries[1].key in listed and entries[0].key not in listed and "1 entry listed" in listed
+    removed = subprocess.run([sys.executable, "-m", "compat.cache", "remove", f"--cache_dir={cache_dir}"],
+                             capture_output=True, text=True, check=True).stdout
+    assert "1 entry removed" in removed and cache.list_entries(cache_dir) == []
