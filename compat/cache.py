@@ -133,9 +133,14 @@ def _zeros(element_spec):
     return tf.nest.map_structure(lambda spec: tf.zeros(spec.shape, spec.dtype), element_spec)
 
 
-def _cache_files(element_spec, prefix: str) -> tf.data.Dataset:
-    """Reads complete `Dataset.cache` files at `prefix` (the input is never iterated)."""
-    return tf.data.Dataset.from_tensors(_zeros(element_spec)).cache(prefix)
+def _cache_files(element_spec, prefix: str, examples: int) -> tf.data.Dataset:
+    """Reads complete `Dataset.cache` files at `prefix` (the input is never iterated).
+
+    The true cardinality replaces the placeholder input's (1): Keras sizes an
+    evaluation pass from it.
+    """
+    placeholder = tf.data.Dataset.from_tensors(_zeros(element_spec)).cache(prefix)
+    return placeholder.apply(tf.data.experimental.assert_cardinality(examples))
 
 
 def through_disk_cache(
@@ -160,7 +165,7 @@ def through_disk_cache(
         entry = _read_entry(final)
         os.utime(os.path.join(final, "meta.json"))  # last use, for pruning
         logging.info("Dataset cache hit: %s (%d examples, %.1f MB)", key, entry.examples, entry.size_bytes / 1e6)
-        return _cache_files(element_spec, os.path.join(final, "data"))
+        return _cache_files(element_spec, os.path.join(final, "data"), entry.examples)
 
     logging.info("Dataset cache miss: writing %s while reading", key)
     temp = atomic.make_temp_folder(final)

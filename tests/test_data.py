@@ -160,3 +160,18 @@ def test_fsdd_test_split_through_the_builder(cache_dir):
     labels = np.concatenate([l.numpy() for _, l in batches])
     assert labels.size == 300 and np.bincount(labels).tolist() == [30] * 10
     assert batches[0][0]["audio"].shape[1:] == (98, 40)
+
+
+@pytest.mark.parametrize("cache", data.CACHE_MODES)
+def test_keras_reads_every_example_of_a_cached_split(tmp_path, cache):
+    """Keras sizes a pass by the dataset's cardinality, so it must be the true one."""
+    import keras
+
+    root = write_class_folders(tmp_path / "data", per_class=10)
+    config = data.PipelineConfig(cache_dir=str(tmp_path / "c"), cache=cache, batch_size=4, test_fraction=0.4)
+    expected = len(data._files(data.DataSource.parse(root), "test", config))
+    inputs = keras.Input(data.feature_shape(config), name="audio")
+    model = keras.Model(inputs, keras.layers.GlobalAveragePooling1D()(inputs))
+    for _ in range(2):  # the miss, then the hit
+        predictions = model.predict(data.build_dataset(root, config, "predict"), verbose=0)
+        assert predictions.shape[0] == expected > 4
