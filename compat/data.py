@@ -129,6 +129,11 @@ def class_names(source: "str | DataSource", config: PipelineConfig = PipelineCon
     return _files(DataSource.parse(source), "train", config).class_names
 
 
+def split_size(source: "str | DataSource", config: PipelineConfig, split: str) -> int:
+    """Files in `split` (before any unreadable ones are skipped)."""
+    return len(_files(DataSource.parse(source), split, config))
+
+
 def _files(source: DataSource, split: str, config: PipelineConfig) -> FileTable:
     return list_split(
         source, split, config.resolved_cache_dir, config.eval_fraction, config.test_fraction

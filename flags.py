@@ -1,0 +1,177 @@
+"""Every command-line flag, defined once, grouped by concern; and the one function that reads them.
+
+`configs_from_flags()` turns parsed flags into the frozen configs that the rest
+of the toolkit takes; nothing else reads `FLAGS`. Defaults come from the
+configs themselves, so a flag and its config field cannot disagree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from absl import flags
+
+import models
+from compat.data import AUTOTUNE, CACHE_MODES, PipelineConfig
+from compat.audio import FEATURES
+from compat.sources import DataSource
+from compat.training import TrainConfig
+
+FLAGS = flags.FLAGS
+_PIPELINE = PipelineConfig()
+_TRAIN = TrainConfig()
+
+# -- mode -------------------------------------------------------------------
+flags.DEFINE_enum("mode", "keras", ["keras", "estimator", "tune"],
+                  "keras: model.fit; estimator: the tf.estimator API (compat.estimator); "
+                  "tune: keras-tuner search.")
+
+# -- data -------------------------------------------------------------------
+flags.DEFINE_enum("dataset", "synthetic", ["synthetic", "fsdd", "folder", "manifest"],
+                  "synthetic: the built-in default (no data needed); fsdd: the Free Spoken Digit "
+                  "Dataset (downloaded unless --data_dir); folder: --data_dir/<label>/*.wav; "
+                  "manifest: a CSV of path,label[,split] (--manifest).")
+flags.DEFINE_string("data_dir", None, "Audio folder: FSDD's recordings, or one sub-folder per class.")
+flags.DEFINE_string("manifest", None, "CSV manifest of path,label[,split] rows (--dataset=manifest).")
+flags.DEFINE_bool("skip_bad_files", _PIPELINE.skip_bad_files,
+                  "Skip unreadable audio files (counted and logged) instead of stopping.")
+
+# -- pipeline ---------------------------------------------------------------
+flags.DEFINE_integer("batch_size", _PIPELINE.batch_size, "Global batch size.", lower_bound=1)
+flags.DEFINE_integer("num_parallel_calls", _PIPELINE.num_parallel_calls,
+                     "Parallel decode/feature calls; -1 is AUTOTUNE.", lower_bound=AUTOTUNE)
+flags.DEFINE_integer("prefetch", _PIPELINE.prefetch, "Batches prepared ahead; -1 is AUTOTUNE.",
+                     lower_bound=AUTOTUNE)
+flags.DEFINE_integer("private_threadpool_size", _PIPELINE.private_threadpool_size,
+                     "Threads of a private tf.data pool; 0 shares TensorFlow's.", lower_bound=0)
+flags.DEFINE_enum("cache", _PIPELINE.cache, list(CACHE_MODES),
+                  "Where decoded features are kept between epochs and runs.")
+flags.DEFINE_string("cache_dir", None,
+                    "Cache folder (datasets, downloads); default $ESTIMATOR_COMPAT_CACHE_DIR or ~/.cache.")
+flags.DEFINE_integer("shuffle_buffer", _PIPELINE.shuffle_buffer, "Examples in the shuffle buffer.",
+                     lower_bound=1)
+flags.DEFINE_bool("deterministic", _PIPELINE.deterministic,
+                  "Bit-reproducible element order (slower parallel stages).")
+flags.DEFINE_integer("sample_rate", _PIPELINE.sample_rate, "Audio is resampled to this rate (Hz).",
+                     lower_bound=1000)
+flags.DEFINE_float("clip_seconds", _PIPELINE.clip_seconds, "Clip length the model sees.", lower_bound=0.05)
+flags.DEFINE_enum("feature", _PIPELINE.feature, list(FEATURES), "Model input features.")
+flags.DEFINE_float("frame_length_ms", _PIPELINE.frame_length_ms, "STFT window (ms).", lower_bound=1)
+flags.DEFINE_float("frame_step_ms", _PIPELINE.frame_step_ms, "STFT hop (ms).", lower_bound=0.5)
+flags.DEFINE_integer("n_mels", _PIPELINE.n_mels, "Mel bands (log_mel, mfcc).", lower_bound=1)
+flags.DEFINE_integer("n_mfcc", _PIPELINE.n_mfcc, "MFCC coefficients kept.", lower_bound=1)
+flags.DEFINE_float("crop_margin_ms", _PIPELINE.crop_margin_ms,
+                   "Training clips are cached this much wider on each side, for random crops.",
+                   lower_bound=0)
+flags.DEFINE_float("time_shift_ms", _PIPELINE.time_shift_ms,
+                   "Augmentation: random crop/shift of up to this much (<= crop_margin_ms).", lower_bound=0)
+flags.DEFINE_float("noise_stddev", _PIPELINE.noise_stddev,
+                   "Augmentation: noise, relative to each example's standard deviation.", lower_bound=0)
+
+# -- model ------------------------------------------------------------------
+flags.DEFINE_enum("model", models.ModelConfig.name, models.names(), "Architecture (models/).")
+flags.DEFINE_integer("width", None, "Filters of the first convolution; default: the model's own.",
+                     lower_bound=1)
+flags.DEFINE_integer("depth", None, "Convolution blocks; default: the model's own.", lower_bound=0)
+flags.DEFINE_float("dropout", None, "Dropout before the classifier; default: the model's own.",
+                   lower_bound=0, upper_bound=0.95)
+
+# -- training ---------------------------------------------------------------
+flags.DEFINE_integer("epochs", _TRAIN.epochs, "Passes over the training split (unless --max_steps).",
+                     lower_bound=1)
+flags.DEFINE_integer("max_steps", None, "Training steps; overrides --epochs.", lower_bound=1)
+flags.DEFINE_float("learning_rate", _TRAIN.learning_rate, "Peak learning rate (Adam, cosine decay).",
+                   lower_bound=0)
+flags.DEFINE_integer("eval_every_steps", None,
+                     "Validate and checkpoint every N steps; default: once per epoch.", lower_bound=1)
+flags.DEFINE_integer("keep_checkpoints", _TRAIN.keep_checkpoints, "Checkpoints kept in --model_dir.",
+                     lower_bound=1)
+flags.DEFINE_integer("seed", _PIPELINE.seed, "Seed for data order, augmentation and weights.")
+
+# -- output -----------------------------------------------------------------
+flags.DEFINE_string("model_dir", "runs/default",
+                    "Checkpoints, TensorBoard logs, metrics.json, flags and exports. Rerunning a "
+                    "command with the same --model_dir resumes it.")
+flags.DEFINE_bool("export", _TRAIN.export, "Write model.keras and a SavedModel for serving at the end.")
+
+
+@flags.multi_flags_validator(["dataset", "data_dir", "manifest"],
+                             message="--dataset=folder needs --data_dir, and --dataset=manifest needs --manifest")
+def _data_flags_agree(values: dict) -> bool:
+    if values["dataset"] == "folder":
+        return bool(values["data_dir"])
+    if values["dataset"] == "manifest":
+        return bool(values["manifest"])
+    return True
+
+
+@flags.multi_flags_validator(["time_shift_ms", "crop_margin_ms"],
+                             message="--time_shift_ms must not exceed --crop_margin_ms")
+def _shift_within_margin(values: dict) -> bool:
+    return values["time_shift_ms"] <= values["crop_margin_ms"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Configs:
+    source: DataSource
+    pipeline: PipelineConfig
+    model: models.ModelConfig
+    train: TrainConfig
+    model_dir: str
+    mode: str
+
+
+def data_source() -> DataSource:
+    if FLAGS.dataset == "manifest":
+        return DataSource("manifest", path=FLAGS.manifest)
+    return DataSource(FLAGS.dataset, path=FLAGS.data_dir)
+
+
+def configs_from_flags() -> Configs:
+    """The one place that reads FLAGS. A value the configs reject raises ValueError naming it."""
+    pipeline = PipelineConfig(
+        sample_rate=FLAGS.sample_rate,
+        clip_seconds=FLAGS.clip_seconds,
+        feature=FLAGS.feature,
+        frame_length_ms=FLAGS.frame_length_ms,
+        frame_step_ms=FLAGS.frame_step_ms,
+        n_mels=FLAGS.n_mels,
+        n_mfcc=FLAGS.n_mfcc,
+        skip_bad_files=FLAGS.skip_bad_files,
+        crop_margin_ms=FLAGS.crop_margin_ms,
+        time_shift_ms=FLAGS.time_shift_ms,
+        noise_stddev=FLAGS.noise_stddev,
+        batch_size=FLAGS.batch_size,
+        shuffle_buffer=FLAGS.shuffle_buffer,
+        num_parallel_calls=FLAGS.num_parallel_calls,
+        prefetch=FLAGS.prefetch,
+        private_threadpool_size=FLAGS.private_threadpool_size,
+        cache=FLAGS.cache,
+        cache_dir=FLAGS.cache_dir,
+        deterministic=FLAGS.deterministic,
+        seed=FLAGS.seed,
+    )
+    model = models.ModelConfig(FLAGS.model, FLAGS.width, FLAGS.depth, FLAGS.dropout)
+    train = TrainConfig(
+        epochs=FLAGS.epochs,
+        max_steps=FLAGS.max_steps,
+        learning_rate=FLAGS.learning_rate,
+        eval_every_steps=FLAGS.eval_every_steps,
+        keep_checkpoints=FLAGS.keep_checkpoints,
+        seed=FLAGS.seed,
+        export=FLAGS.export,
+    )
+    return Configs(data_source(), pipeline, model, train, os.path.abspath(FLAGS.model_dir), FLAGS.mode)
+
+
+def save_flagfile(path: str) -> None:
+    """Writes every flag of this module with its value: `--flagfile=path` repeats the run."""
+    import sys
+
+    module = sys.modules[__name__]
+    lines = [flag.serialize() for flag in FLAGS.get_key_flags_for_module(module)]
+    temp = f"{path}.tmp-{os.getpid()}"
+    with open(temp, "w") as stream:
+        stream.write("\n".join(line for line in lines if line) + "\n")
+    os.replace(temp, path)
