@@ -161,7 +161,7 @@ def export_model(model: keras.Model, model_dir: str, sample: dict) -> float:
     saved_path = os.path.join(model_dir, "saved_model")
     _replace_folder(lambda folder: model.export(folder, format="tf_saved_model", verbose=False), saved_path)
     loaded = tf.saved_model.load(saved_path)  # keep a reference: its variables die with it
-    served = loaded.serve(*tf.nest.flatten(sample))
+    served = loaded.serve(sample)
     difference = float(np.max(np.abs(np.asarray(served) - np.asarray(model(sample, training=False)))))
     if difference > 1e-4:
         raise RuntimeError(f"the SavedModel in {saved_path} disagrees with the model by {difference}")

@@ -67,7 +67,8 @@ def build(name: str, input_shape: tuple[int, int], num_classes: int, *, input_na
         raise ValueError(f"model '{name}' is not registered; choose one of {names()}")
     inputs = keras.Input(shape=tuple(input_shape), name=input_name)
     logits = _REGISTRY[name](inputs, num_classes, **hparams)
-    return keras.Model(inputs, logits, name=name)
+    # A dict input: batches {feature_key: x} match it by name, and the serving signature names it.
+    return keras.Model({input_name: inputs}, logits, name=name)
 
 
 def build_from_config(config: ModelConfig, input_shape: tuple[int, int], num_classes: int,

@@ -1,0 +1,112 @@
+"""train.py --mode=keras through the real CLI, in subprocesses."""
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from conftest import REPO, write_class_folders
+
+TINY = ["--clip_seconds=0.5", "--batch_size=8", "--model=cnn", "--width=4", "--depth=1",
+        "--crop_margin_ms=50", "--time_shift_ms=50"]
+
+
+def _train(*flags, timeout=300):
+    return subprocess.run([sys.executable, os.path.join(REPO, "train.py"), *flags],
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory):
+    return write_class_folders(tmp_path_factory.mktemp("tiny") / "data", per_class=8)
+
+
+def _common(tiny_data, tmp_path):
+    return [f"--dataset=folder", f"--data_dir={tiny_data}", f"--cache_dir={tmp_path / 'cache'}", *TINY]
+
+
+def test_a_short_run_writes_every_output(tiny_data, tmp_path):
+    model_dir = tmp_path / "run"
+    result = _train(*_common(tiny_data, tmp_path), "--epochs=2", f"--model_dir={model_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "test accuracy" in result.stdout
+    metrics = json.loads((model_dir / "metrics.json").read_text())
+    assert {"test_accuracy", "test_loss", "steps", "wall_seconds", "examples_per_second"} <= set(metrics)
+    assert metrics["steps"] == 2 * -(-19 // 8) or metrics["steps"] > 0
+    assert glob.glob(str(model_dir / "checkpoints" / "ckpt-*.index"))
+    assert glob.glob(str(model_dir / "logs" / "train" / "events.out.tfevents.*"))
+    assert glob.glob(str(model_dir / "logs" / "validation" / "events.out.tfevents.*"))
+    assert "--epochs=2" in (model_dir / "flags.txt").read_text()
+    assert (model_dir / "model.keras").is_file()
+
+    # The SavedModel, loaded on its own, answers like the .keras model on the same inputs.
+    import keras
+    import tensorflow as tf
+
+    inputs = np.random.default_rng(0).standard_normal((3, 48, 40)).astype("float32")
+    expected = keras.models.load_model(model_dir / "model.keras")({"audio": inputs})
+    served = tf.saved_model.load(str(model_dir / "saved_model"))
+    np.testing.assert_allclose(served.serve({"audio": inputs}).numpy(), np.asarray(expected), atol=1e-5)
+
+
+def test_flagfile_round_trip_and_later_flags_override(tiny_data, tmp_path):
+    first = tmp_path / "first"
+    assert _train(*_common(tiny_data, tmp_path), "--epochs=1", f"--model_dir={first}").returncode == 0
+    second = tmp_path / "second"
+    result = _train(f"--flagfile={first / 'flags.txt'}", f"--model_dir={second}", "--epochs=2", "--noexport")
+    assert result.returncode == 0, result.stderr[-3000:]
+    saved = (second / "flags.txt").read_text().splitlines()
+    assert "--epochs=2" in saved and "--noexport" in saved and f"--data_dir={tiny_data}" in saved
+    assert json.loads((second / "metrics.json").read_text())["steps"] == 2 * json.loads(
+        (first / "metrics.json").read_text())["steps"]
+
+
+def test_kill_9_then_the_same_command_resumes(tiny_data, tmp_path):
+    model_dir = tmp_path / "run"
+    command = [sys.executable, os.path.join(REPO, "train.py"), *_common(tiny_data, tmp_path),
+               "--max_steps=60", "--eval_every_steps=6", "--noexport", f"--model_dir={model_dir}"]
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not glob.glob(str(model_dir / "checkpoints" / "ckpt-12.index")) and time.time() < deadline:
+        assert process.poll() is None, "training ended before it could be killed"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (model_dir / "metrics.json").exists()
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((model_dir / "metrics.json").read_text())
+    assert metrics["steps"] == 60 and metrics["resumed_from_step"] >= 12
+    assert len(glob.glob(str(model_dir / "checkpoints" / "ckpt-*.index"))) == 3  # keep_checkpoints
+
+
+def test_an_invalid_flag_value_names_the_flag(tmp_path):
+    for flag, name in [("--batch_size=0", "batch_size"), ("--feature=mel", "feature"),
+                       ("--cache=ram", "cache"), ("--time_shift_ms=500", "time_shift_ms")]:
+        result = _train(flag, f"--model_dir={tmp_path / 'x'}")
+        assert result.returncode != 0
+        assert name in result.stderr, result.stderr[-2000:]
+
+
+def test_missing_or_empty_data_dir_is_a_clear_error(tmp_path):
+    result = _train("--dataset=folder", f"--model_dir={tmp_path / 'x'}")
+    assert result.returncode != 0 and "--dataset=folder needs --data_dir" in result.stderr
+    result = _train("--dataset=folder", f"--data_dir={tmp_path / 'nowhere'}", f"--model_dir={tmp_path / 'x'}")
+    assert result.returncode != 0 and "does not exist" in result.stderr
+    (tmp_path / "empty").mkdir()
+    result = _train("--dataset=folder", f"--data_dir={tmp_path / 'empty'}", f"--model_dir={tmp_path / 'x'}")
+    assert result.returncode != 0 and "no audio files in" in result.stderr
+
+
+def test_a_diverging_run_stops_with_a_clear_error(tiny_data, tmp_path):
+    result = _train(*_common(tiny_data, tmp_path), "--learning_rate=1e30", "--max_steps=30",
+                    "--eval_every_steps=3", "--noexport", f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode != 0
+    assert "the loss became NaN or infinite at step" in result.stderr, result.stderr[-2000:]
+    assert not (tmp_path / "run" / "metrics.json").exists()
