@@ -87,7 +87,7 @@ def _builder_stages(table, config):
     from compat import data
 
     files = data.list_files(table, config, shuffle=False)
-    return data.transform(data.decode(files, config, True, None), config, True).batch(BATCH)
+    return data.transform(data.decode(files, config, True, None), config, True).unbatch().batch(BATCH)
 
 
 def _single_core(dataset):

@@ -143,41 +143,34 @@ def _fallback_decoder(sample_rate: int, bad_files: BadFileLog | None):
     return decode
 
 
-def _u16(contents: tf.Tensor, offset: int) -> tf.Tensor:
-    return tf.cast(tf.io.decode_raw(tf.strings.substr(contents, offset, 2), tf.uint16)[0], tf.int64)
+def _canonical_header() -> tuple[np.ndarray, np.ndarray]:
+    """The bytes a canonical 16-bit PCM WAV header must have, and which of the 44 are fixed."""
+    template, fixed = np.zeros(_CANONICAL_WAV_HEADER_BYTES, np.int32), np.zeros(_CANONICAL_WAV_HEADER_BYTES, bool)
+    for offset, value in [(0, b"RIFF"), (8, b"WAVEfmt "), (16, b"\x10\0\0\0"), (20, b"\x01\0"),
+                          (34, b"\x10\0"), (36, b"data")]:
+        template[offset : offset + len(value)] = list(value)
+        fixed[offset : offset + len(value)] = True
+    return template, fixed
 
 
-def _u32(contents: tf.Tensor, offset: int) -> tf.Tensor:
-    # decode_raw has no uint32: read int32 and drop the sign extension.
-    value = tf.cast(tf.io.decode_raw(tf.strings.substr(contents, offset, 4), tf.int32)[0], tf.int64)
-    return tf.bitwise.bitwise_and(value, 0xFFFFFFFF)
+_HEADER_TEMPLATE, _HEADER_FIXED = _canonical_header()
 
 
 def is_canonical_pcm16_wav(contents: tf.Tensor) -> tf.Tensor:
     """True when `tf.audio.decode_wav` can decode `contents` without error.
 
-    That is a 44-byte-header, 16-bit PCM WAV whose data chunk fits in the file.
-    Any other file goes to the soundfile path, which names the file on error
-    (decode_wav's own errors do not say which file failed).
+    That is a 44-byte-header, 16-bit PCM WAV ("fmt " chunk of 16 bytes, format 1,
+    16 bits, then "data") whose data chunk fits in the file. Any other file goes
+    to the soundfile path, which names the file on error (decode_wav's own errors
+    do not say which file failed). One vector comparison: this runs per file.
     """
-    size = tf.cast(tf.strings.length(contents), tf.int64)
-
-    def check_header() -> tf.Tensor:
-        return tf.reduce_all(
-            tf.stack(
-                [
-                    tf.strings.substr(contents, 0, 4) == "RIFF",
-                    tf.strings.substr(contents, 8, 8) == "WAVEfmt ",
-                    _u32(contents, 16) == 16,
-                    _u16(contents, 20) == 1,  # WAVE_FORMAT_PCM
-                    _u16(contents, 34) == 16,  # bits per sample
-                    tf.strings.substr(contents, 36, 4) == "data",
-                    size >= _CANONICAL_WAV_HEADER_BYTES + _u32(contents, 40),
-                ]
-            )
-        )
-
-    return tf.cond(size >= _CANONICAL_WAV_HEADER_BYTES, check_header, lambda: tf.constant(False))
+    size = tf.strings.length(contents)
+    header = tf.cast(tf.io.decode_raw(tf.strings.substr(contents, 0, _CANONICAL_WAV_HEADER_BYTES), tf.uint8),
+                     tf.int32)
+    header = tf.pad(header, [[0, _CANONICAL_WAV_HEADER_BYTES - tf.shape(header)[0]]])  # short files
+    matches = tf.reduce_all(tf.logical_or(tf.equal(header, _HEADER_TEMPLATE), ~_HEADER_FIXED))
+    data_bytes = tf.reduce_sum(tf.cast(header[40:44], tf.int64) * [1, 1 << 8, 1 << 16, 1 << 24])
+    return tf.logical_and(matches, tf.cast(size, tf.int64) >= _CANONICAL_WAV_HEADER_BYTES + data_bytes)
 
 
 def decode_audio(
@@ -226,13 +219,13 @@ def compute_features(wave: tf.Tensor, spec: FeatureSpec) -> tf.Tensor:
     if spec.feature == "waveform":
         return wave[..., tf.newaxis]
     stft = tf.signal.stft(wave, spec.frame_length, spec.frame_step, spec.fft_length)
-    magnitude = tf.abs(stft)
     if spec.feature == "spectrogram":
-        return tf.math.log(magnitude + LOG_OFFSET)
+        return tf.math.log(tf.abs(stft) + LOG_OFFSET)
+    power = tf.square(tf.math.real(stft)) + tf.square(tf.math.imag(stft))  # |stft|^2 without a sqrt
     mel_matrix = tf.signal.linear_to_mel_weight_matrix(
         spec.n_mels, spec.fft_length // 2 + 1, spec.sample_rate, spec.fmin, spec.fmax
     )
-    log_mel = tf.math.log(tf.tensordot(tf.square(magnitude), mel_matrix, 1) + LOG_OFFSET)
+    log_mel = tf.math.log(tf.tensordot(power, mel_matrix, 1) + LOG_OFFSET)
     if spec.feature == "log_mel":
         return log_mel
     return tf.signal.mfccs_from_log_mel_spectrograms(log_mel)[..., : spec.n_mfcc]

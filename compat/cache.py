@@ -129,18 +129,16 @@ def _then_call(dataset: tf.data.Dataset, callback: Callable[[], None]) -> tf.dat
 
 
 def _zeros(element_spec):
-    """An element of `element_spec` (fully defined shapes), for structure only."""
-    return tf.nest.map_structure(lambda spec: tf.zeros(spec.shape, spec.dtype), element_spec)
+    """An element of `element_spec` (unknown dimensions as 0), for structure only."""
+    return tf.nest.map_structure(
+        lambda spec: tf.zeros([d or 0 for d in spec.shape.as_list()], spec.dtype), element_spec
+    )
 
 
-def _cache_files(element_spec, prefix: str, examples: int) -> tf.data.Dataset:
-    """Reads complete `Dataset.cache` files at `prefix` (the input is never iterated).
-
-    The true cardinality replaces the placeholder input's (1): Keras sizes an
-    evaluation pass from it.
-    """
-    placeholder = tf.data.Dataset.from_tensors(_zeros(element_spec)).cache(prefix)
-    return placeholder.apply(tf.data.experimental.assert_cardinality(examples))
+def _cache_files(element_spec, prefix: str) -> tf.data.Dataset:
+    """Reads complete `Dataset.cache` files at `prefix` (the placeholder input is never iterated)."""
+    placeholder = tf.data.Dataset.from_generator(lambda: iter(()), output_signature=element_spec)
+    return placeholder.cache(prefix)
 
 
 def through_disk_cache(
@@ -150,8 +148,8 @@ def through_disk_cache(
     element_spec,
     describe: Callable[[], dict],
     complete_now: bool,
-) -> tf.data.Dataset:
-    """The examples under `key`: read from the cache on a hit, written through on a miss.
+) -> tuple[tf.data.Dataset, int | None]:
+    """The elements under `key` and their count if known: read on a hit, written through on a miss.
 
     On a miss, `build()`'s dataset is cached into a private temporary folder as
     its first pass streams to the consumer (the first epoch costs no extra pass),
@@ -165,7 +163,7 @@ def through_disk_cache(
         entry = _read_entry(final)
         os.utime(os.path.join(final, "meta.json"))  # last use, for pruning
         logging.info("Dataset cache hit: %s (%d examples, %.1f MB)", key, entry.examples, entry.size_bytes / 1e6)
-        return _cache_files(element_spec, os.path.join(final, "data"), entry.examples)
+        return _cache_files(element_spec, os.path.join(final, "data")), entry.examples
 
     logging.info("Dataset cache miss: writing %s while reading", key)
     temp = atomic.make_temp_folder(final)
@@ -181,7 +179,7 @@ def through_disk_cache(
     # The prefetch runs the writer in its own thread, beside the decoding threads.
     written = _then_call(build().cache(os.path.join(temp, "data")), publish_once).prefetch(tf.data.AUTOTUNE)
     if not complete_now:
-        return written
+        return written, None
     written.reduce(0, lambda count, _: count)
     return through_disk_cache(cache_dir, key, build, element_spec, describe, complete_now)
 

@@ -31,7 +31,7 @@ from compat.sources import DataSource, FileTable, list_split
 
 AUTOTUNE = tf.data.AUTOTUNE
 CACHE_MODES = ("none", "memory", "disk")
-_FEATURE_BATCH = 32  # clips per STFT call in the transform stage
+_CHUNK = 32  # clips per STFT call, and per cached element
 _NOISE_BANK_CLIPS = 32  # the noise bank holds this many clips' worth of frames
 
 
@@ -181,26 +181,27 @@ def window_samples(config: PipelineConfig, training: bool) -> int:
     return spec.clip_samples + 2 * margin_frames * spec.hop
 
 
-def transform(waves: tf.Tensor, config: PipelineConfig, training: bool) -> tf.data.Dataset:
-    """Stage 3: features, computed on small batches of clips and split back into examples.
+def transform(waves: tf.data.Dataset, config: PipelineConfig, training: bool) -> tf.data.Dataset:
+    """Stage 3: features, computed on chunks of clips: `([n, frames, bins], [n])` elements.
 
-    One STFT call for many clips costs less per clip than one call per clip.
+    One STFT call for many clips costs less per clip than one call per clip, and
+    the cache reads and writes a few large elements faster than many small ones;
+    the chunks are split back into examples after the cache.
     """
     spec = config.feature_spec
-    shape = _example_spec(config, training)[0].shape
+    shape = _chunk_spec(config, training)[0].shape
 
     def features(batch: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        return tf.ensure_shape(audio.compute_features(batch, spec), [None, *shape]), labels
+        return tf.ensure_shape(audio.compute_features(batch, spec), shape), labels
 
-    batches = waves.batch(_FEATURE_BATCH)
-    return batches.map(features, num_parallel_calls=config.num_parallel_calls,
-                       deterministic=config.deterministic).unbatch()
+    chunks = waves.batch(_CHUNK)
+    return chunks.map(features, num_parallel_calls=config.num_parallel_calls, deterministic=config.deterministic)
 
 
-def _example_spec(config: PipelineConfig, training: bool) -> tuple[tf.TensorSpec, tf.TensorSpec]:
+def _chunk_spec(config: PipelineConfig, training: bool) -> tuple[tf.TensorSpec, tf.TensorSpec]:
     spec = config.feature_spec
     frames = spec.frames_in(window_samples(config, training))
-    return tf.TensorSpec([frames, spec.num_bins], tf.float32), tf.TensorSpec([], tf.int32)
+    return tf.TensorSpec([None, frames, spec.num_bins], tf.float32), tf.TensorSpec([None], tf.int32)
 
 
 def _pre_cache_settings(config: PipelineConfig, split: str, training: bool) -> dict:
@@ -235,22 +236,25 @@ def cached_examples(
             return {"examples": len(table) - skipped, "split": split, "files": len(table),
                     "skipped_files": skipped, "feature": config.feature}
 
-        examples = cache.through_disk_cache(
+        chunks, examples = cache.through_disk_cache(
             config.resolved_cache_dir,
             cache.fingerprint(table.paths, table.labels, _pre_cache_settings(config, split, training)),
             build=lambda: uncached(list_files(table, config, shuffle=training)),
-            element_spec=_example_spec(config, training),
+            element_spec=_chunk_spec(config, training),
             describe=describe,
             # Training reads whole epochs; evaluation may stop early (steps=N).
             complete_now=not training,
         )
-        return examples if shard is None else examples.shard(*shard)
+        unbatched = chunks.unbatch()
+        if examples is not None:  # Keras sizes an evaluation pass by the cardinality
+            unbatched = unbatched.apply(tf.data.experimental.assert_cardinality(examples))
+        return unbatched if shard is None else unbatched.shard(*shard)
 
     files = list_files(table, config, shuffle=training and config.cache == "none")
     if shard is not None:
         files = files.shard(*shard)
-    examples = uncached(files)
-    return examples.cache() if config.cache == "memory" else examples
+    chunks = uncached(files)
+    return (chunks.cache() if config.cache == "memory" else chunks).unbatch()
 
 
 def batch_examples(examples: tf.data.Dataset, config: PipelineConfig, batch_size: int, training: bool
