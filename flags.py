@@ -128,41 +128,23 @@ def data_source() -> DataSource:
     return DataSource(FLAGS.dataset, path=FLAGS.data_dir)
 
 
+def _config_from_flags(config_class):
+    """`config_class` with every field that has a flag of the same name set from it."""
+    fields = [f.name for f in dataclasses.fields(config_class) if f.name in FLAGS]
+    return config_class(**{name: FLAGS[name].value for name in fields})
+
+
 def configs_from_flags() -> Configs:
     """The one place that reads FLAGS. A value the configs reject raises ValueError naming it."""
-    pipeline = PipelineConfig(
-        sample_rate=FLAGS.sample_rate,
-        clip_seconds=FLAGS.clip_seconds,
-        feature=FLAGS.feature,
-        frame_length_ms=FLAGS.frame_length_ms,
-        frame_step_ms=FLAGS.frame_step_ms,
-        n_mels=FLAGS.n_mels,
-        n_mfcc=FLAGS.n_mfcc,
-        skip_bad_files=FLAGS.skip_bad_files,
-        crop_margin_ms=FLAGS.crop_margin_ms,
-        time_shift_ms=FLAGS.time_shift_ms,
-        noise_stddev=FLAGS.noise_stddev,
-        batch_size=FLAGS.batch_size,
-        shuffle_buffer=FLAGS.shuffle_buffer,
-        num_parallel_calls=FLAGS.num_parallel_calls,
-        prefetch=FLAGS.prefetch,
-        private_threadpool_size=FLAGS.private_threadpool_size,
-        cache=FLAGS.cache,
-        cache_dir=FLAGS.cache_dir,
-        deterministic=FLAGS.deterministic,
-        seed=FLAGS.seed,
-    )
     model = models.ModelConfig(FLAGS.model, FLAGS.width, FLAGS.depth, FLAGS.dropout)
-    train = TrainConfig(
-        epochs=FLAGS.epochs,
-        max_steps=FLAGS.max_steps,
-        learning_rate=FLAGS.learning_rate,
-        eval_every_steps=FLAGS.eval_every_steps,
-        keep_checkpoints=FLAGS.keep_checkpoints,
-        seed=FLAGS.seed,
-        export=FLAGS.export,
+    return Configs(
+        source=data_source(),
+        pipeline=_config_from_flags(PipelineConfig),
+        model=model,
+        train=_config_from_flags(TrainConfig),
+        model_dir=os.path.abspath(FLAGS.model_dir),
+        mode=FLAGS.mode,
     )
-    return Configs(data_source(), pipeline, model, train, os.path.abspath(FLAGS.model_dir), FLAGS.mode)
 
 
 def save_flagfile(path: str) -> None:
