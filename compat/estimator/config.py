@@ -1,0 +1,121 @@
+"""RunConfig, TrainSpec, EvalSpec and ModeKeys, with TensorFlow 2.15's defaults and checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from typing import Any, Callable, Sequence
+
+from absl import logging
+
+
+class ModeKeys:
+    """The modes an `input_fn` may be called in, as tf.estimator.ModeKeys."""
+
+    TRAIN = "train"
+    EVAL = "eval"
+    PREDICT = "infer"
+
+
+_DEFAULT_SAVE_SECS = 600
+
+
+class RunConfig:
+    """Where and how often an Estimator saves, summarises and logs (tf.estimator.RunConfig).
+
+    With neither `save_checkpoints_steps` nor `save_checkpoints_secs`, checkpoints
+    are saved every 600 s; giving both is an error. `model_dir=None` means a new
+    temporary folder, with a warning.
+    """
+
+    def __init__(
+        self,
+        model_dir: str | None = None,
+        tf_random_seed: int | None = None,
+        save_summary_steps: int = 100,
+        save_checkpoints_steps: int | None = None,
+        save_checkpoints_secs: float | None = None,
+        keep_checkpoint_max: int = 5,
+        keep_checkpoint_every_n_hours: float = 10000,
+        log_step_count_steps: int = 100,
+        **unsupported: Any,
+    ):
+        if save_checkpoints_steps is not None and save_checkpoints_secs is not None:
+            raise ValueError("Can not provide both save_checkpoints_steps and save_checkpoints_secs.")
+        if unsupported:
+            logging.warning("RunConfig ignores %s: not supported by compat.estimator", sorted(unsupported))
+        if save_checkpoints_steps is None and save_checkpoints_secs is None:
+            save_checkpoints_secs = _DEFAULT_SAVE_SECS
+        self.model_dir = model_dir
+        self.tf_random_seed = tf_random_seed
+        self.save_summary_steps = save_summary_steps
+        self.save_checkpoints_steps = save_checkpoints_steps
+        self.save_checkpoints_secs = save_checkpoints_secs
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self.keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
+        self.log_step_count_steps = log_step_count_steps
+
+    def replace(self, **changes: Any) -> "RunConfig":
+        values = {k: v for k, v in vars(self).items()}
+        if "save_checkpoints_steps" in changes and "save_checkpoints_secs" not in changes:
+            values["save_checkpoints_secs"] = None
+        values.update(changes)
+        return RunConfig(**values)
+
+    def with_model_dir(self, model_dir: str | None) -> "RunConfig":
+        """This config with its model_dir settled: given, or a new temporary folder."""
+        chosen = model_dir or self.model_dir
+        if chosen is None:
+            chosen = tempfile.mkdtemp()
+            logging.warning("Using temporary folder as model directory: %s", chosen)
+        config = RunConfig.__new__(RunConfig)
+        config.__dict__.update(vars(self), model_dir=chosen)
+        return config
+
+    def __repr__(self) -> str:
+        return f"RunConfig({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSpec:
+    """What `train_and_evaluate` trains: tf.estimator.TrainSpec."""
+
+    input_fn: Callable
+    max_steps: int | None = None
+    hooks: Sequence = ()
+    saving_listeners: Sequence = ()
+
+    def __post_init__(self) -> None:
+        if not callable(self.input_fn):
+            raise TypeError(f"`input_fn` must be callable, given: {self.input_fn!r}")
+        if self.max_steps is not None and self.max_steps <= 0:
+            raise ValueError(f"Must specify max_steps > 0, given: {self.max_steps}")
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalSpec:
+    """How `train_and_evaluate` evaluates: tf.estimator.EvalSpec.
+
+    `start_delay_secs` only delays a separate evaluator task; on one machine it is unused.
+    """
+
+    input_fn: Callable
+    steps: int | None = 100
+    name: str | None = None
+    hooks: Sequence = ()
+    exporters: Sequence = ()
+    start_delay_secs: float = 120
+    throttle_secs: float = 600
+
+    def __post_init__(self) -> None:
+        if not callable(self.input_fn):
+            raise TypeError(f"`input_fn` must be callable, given: {self.input_fn!r}")
+        if self.steps is not None and self.steps <= 0:
+            raise ValueError(f"Must specify steps > 0, given: {self.steps}")
+        if self.throttle_secs < 0:
+            raise ValueError(f"Must specify throttle_secs >= 0, given: {self.throttle_secs}")
+        exporters = self.exporters if isinstance(self.exporters, (list, tuple)) else [self.exporters]
+        names = [e.name for e in exporters]
+        if len(set(names)) != len(names):
+            raise ValueError(f"`exporters` must have unique names, given: {names}")
+        object.__setattr__(self, "exporters", tuple(exporters))

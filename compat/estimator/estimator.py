@@ -1,0 +1,392 @@
+"""The Estimator engine over a compiled Keras model, with tf.estimator's semantics.
+
+TensorFlow 2.15's Estimator is the reference (see the package docstring for
+the differences, each an improvement). The engine is a step loop of its own
+around Keras' compiled train step, so that checkpoints, summaries, logging and
+evaluation happen exactly on the Estimator's schedule:
+
+  <model_dir>/model.ckpt-<step>.{index,data-*}, checkpoint   at most keep_checkpoint_max
+  <model_dir>/events.out.tfevents.*                           loss, global_step/sec
+  <model_dir>/eval[_<name>]/events.out.tfevents.*             evaluation metrics
+  <model_dir>/keras/keras_model.ckpt.*                        the warm-start weights
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from typing import Any, Callable, Iterable, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from compat.estimator.config import ModeKeys, RunConfig
+
+_INPUT_FN_ARGS = ("params", "mode", "config", "input_context")
+
+
+# -- input_fn ---------------------------------------------------------------
+
+
+class _CapturedIterator:
+    """Stands in for a v1 iterator while a legacy input_fn runs: remembers its dataset."""
+
+    def __init__(self, dataset: tf.data.Dataset) -> None:
+        self.dataset = dataset
+
+    def get_next(self) -> "_CapturedIterator":
+        return self
+
+
+_legacy_warned = False
+
+
+def _call_legacy_aware(input_fn: Callable, kwargs: dict) -> Any:
+    """Calls `input_fn`; a v1 one-shot iterator it makes is replaced by its dataset."""
+    global _legacy_warned
+    v1 = tf.compat.v1.data
+    saved = v1.make_one_shot_iterator, v1.make_initializable_iterator
+    v1.make_one_shot_iterator = v1.make_initializable_iterator = _CapturedIterator
+    try:
+        result = input_fn(**kwargs)
+    finally:
+        v1.make_one_shot_iterator, v1.make_initializable_iterator = saved
+    captured = [x for x in tf.nest.flatten(result, expand_composites=False) if isinstance(x, _CapturedIterator)]
+    if isinstance(result, _CapturedIterator) or captured:
+        if not _legacy_warned:
+            logging.warning("input_fn returned iterator tensors (make_one_shot_iterator(...).get_next()); "
+                            "return the tf.data.Dataset itself instead")
+            _legacy_warned = True
+        return (result if isinstance(result, _CapturedIterator) else captured[0]).dataset
+    return result
+
+
+def call_input_fn(input_fn: Callable, mode: str, config: RunConfig, params: dict) -> tf.data.Dataset:
+    """Calls `input_fn` with the arguments its signature asks for; returns a Dataset.
+
+    It may return a Dataset of (features, labels) or of features, a
+    (features, labels) tuple, or features alone (labels None), as tf.estimator allowed.
+    """
+    accepted = inspect.signature(input_fn).parameters
+    candidates = {"params": params, "mode": mode, "config": config, "input_context": None}
+    kwargs = {name: value for name, value in candidates.items() if name in accepted}
+    result = _call_legacy_aware(input_fn, kwargs)
+    if isinstance(result, tf.data.Dataset):
+        return result
+    if isinstance(result, tuple) and len(result) == 2:
+        return tf.data.Dataset.from_tensors(result).repeat()
+    return tf.data.Dataset.from_tensors(result).repeat()
+
+
+def _split(element: Any) -> tuple[Any, Any]:
+    if isinstance(element, tuple) and len(element) == 2:
+        return element
+    return element, None
+
+
+def _with_prefetch(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """Adds a final prefetch to a dataset that has none: the step then never waits on input."""
+    if type(dataset).__name__ in ("PrefetchDataset", "_PrefetchDataset"):
+        return dataset
+    logging.log_first_n(logging.INFO, "input_fn's dataset ends without prefetch: adding prefetch(AUTOTUNE)", 1)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+# -- hooks ------------------------------------------------------------------
+
+
+def check_hooks(hooks: Iterable | None) -> list[keras.callbacks.Callback]:
+    """Keras callbacks are accepted; SessionRunHooks are refused with their replacement named."""
+    callbacks = []
+    for hook in hooks or ():
+        if isinstance(hook, keras.callbacks.Callback):
+            callbacks.append(hook)
+            continue
+        if isinstance(hook, tf.compat.v1.train.SessionRunHook):
+            name = type(hook).__name__
+            replacement = {
+                "CheckpointSaverHook": "keras.callbacks.ModelCheckpoint",
+                "StopAtStepHook": "train(max_steps=...)",
+                "LoggingTensorHook": "a keras.callbacks.Callback that logs in on_train_batch_end",
+                "SummarySaverHook": "keras.callbacks.TensorBoard",
+                "NanTensorHook": "keras.callbacks.TerminateOnNaN",
+                "ProfilerHook": "keras.callbacks.TensorBoard(profile_batch=...)",
+            }.get(name, "a keras.callbacks.Callback")
+            raise TypeError(
+                f"{name} is a tf.compat.v1 SessionRunHook, which needs a Session; compat.estimator has "
+                f"none. Use {replacement} instead (hooks accept Keras callbacks)"
+            )
+        raise TypeError(f"hooks must be Keras callbacks, got {hook!r}")
+    return callbacks
+
+
+# -- the Estimator ----------------------------------------------------------
+
+
+class Estimator:
+    """A tf.estimator.Estimator backed by a compiled Keras model (see `model_to_estimator`).
+
+    `Estimator(model_fn=...)` with a custom model_fn is not supported: wrap the
+    model with `model_to_estimator` instead.
+    """
+
+    def __init__(self, model_fn: Callable | None = None, model_dir: str | None = None,
+                 config: RunConfig | None = None, params: dict | None = None, warm_start_from=None,
+                 *, _keras_model: keras.Model | None = None):
+        if _keras_model is None:
+            raise NotImplementedError(
+                "compat.estimator runs Keras models only: Estimator(model_fn=...) with a custom model_fn "
+                "is not supported. Build the model in Keras, compile it, and call "
+                "compat.estimator.model_to_estimator(keras_model=model, model_dir=..., config=...)"
+            )
+        self._config = (config or RunConfig()).with_model_dir(model_dir)
+        self._params = dict(params or {})
+        self._model = _keras_model
+        self._global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+        self._checkpoint = tf.train.Checkpoint(
+            model=self._model, optimizer=self._model.optimizer, global_step=self._global_step
+        )
+        os.makedirs(self.model_dir, exist_ok=True)
+        self._manager = tf.train.CheckpointManager(
+            self._checkpoint, self.model_dir, max_to_keep=self._config.keep_checkpoint_max,
+            keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours,
+            checkpoint_name="model.ckpt",
+        )
+        self._restored_from: str | None = None
+        if self.latest_checkpoint() is None:
+            self._write_warm_start()
+
+    # -- properties, as tf.estimator ------------------------------------------
+    @property
+    def model_dir(self) -> str:
+        return self._config.model_dir
+
+    @property
+    def config(self) -> RunConfig:
+        return self._config
+
+    @property
+    def params(self) -> dict:
+        return dict(self._params)
+
+    def latest_checkpoint(self) -> str | None:
+        return tf.train.latest_checkpoint(self.model_dir)
+
+    def get_variable_names(self) -> list[str]:
+        return [name for name, _ in tf.train.list_variables(self._require_checkpoint())]
+
+    def get_variable_value(self, name: str) -> np.ndarray:
+        return tf.train.load_variable(self._require_checkpoint(), name)
+
+    def _require_checkpoint(self) -> str:
+        latest = self.latest_checkpoint()
+        if latest is None:
+            raise ValueError(f"Could not find trained model in model_dir: {self.model_dir}.")
+        return latest
+
+    # -- state --------------------------------------------------------------
+    def _write_warm_start(self) -> None:
+        """Saves the Keras model's current weights, all of them, as the warm-start copy.
+
+        TF 2.15 warm-started trainable variables only, so batch-norm moving
+        statistics restarted from zero; here the in-memory model keeps all.
+        """
+        keras_dir = os.path.join(self.model_dir, "keras")
+        os.makedirs(keras_dir, exist_ok=True)
+        tf.train.Checkpoint(model=self._model).write(os.path.join(keras_dir, "keras_model.ckpt"))
+
+    def _restore(self, checkpoint_path: str | None = None) -> int:
+        """Loads `checkpoint_path` (default: the latest) into the model; returns its step."""
+        path = checkpoint_path or self.latest_checkpoint()
+        if path is None:
+            return int(self._global_step.numpy())
+        if path != self._restored_from:
+            self._checkpoint.restore(path).assert_existing_objects_matched()
+            self._restored_from = path
+        return int(self._global_step.numpy())
+
+    def _save(self, listeners: Sequence) -> bool:
+        """Writes model.ckpt-<step>; returns True if a listener asks training to stop."""
+        step = int(self._global_step.numpy())
+        for listener in listeners:
+            listener.before_save(None, step)
+        path = self._manager.save(checkpoint_number=step)
+        self._restored_from = path
+        logging.info("Saving checkpoints for %d into %s.", step, path)
+        return any(bool(listener.after_save(None, step)) for listener in listeners)
+
+    # -- train --------------------------------------------------------------
+    def train(self, input_fn: Callable, hooks=None, steps: int | None = None, max_steps: int | None = None,
+              saving_listeners=None) -> "Estimator":
+        """Trains from the latest checkpoint: `steps` more, or up to the absolute `max_steps`."""
+        if steps is not None and max_steps is not None:
+            raise ValueError("Can not provide both steps and max_steps.")
+        if steps is not None and steps <= 0:
+            raise ValueError(f"Must specify steps > 0, given: {steps}")
+        if max_steps is not None and max_steps <= 0:
+            raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
+        callbacks = check_hooks(hooks)
+        start = self._restore()
+        if max_steps is not None and start >= max_steps:
+            logging.info("Skipping training since max_steps has already saved.")
+            return self
+        last = start + steps if steps is not None else max_steps
+        listeners = list(saving_listeners or ())
+        dataset = _with_prefetch(call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params))
+        self._loop(iter(dataset), start, last, listeners, callbacks)
+        return self
+
+    def _loop(self, batches, start: int, last: int | None, listeners: Sequence, callbacks: Sequence) -> None:
+        config = self._config
+        writer = tf.summary.create_file_writer(self.model_dir)
+        for listener in listeners:
+            listener.begin()
+        for callback in callbacks:
+            callback.set_model(self._model)
+            callback.on_train_begin()
+        stop = self._save(listeners)  # the step-0 (or restored-step) save, as TF 2.15
+        saved_step, saved_time = start, time.monotonic()
+        log_time, log_step = time.monotonic(), start
+        step = start
+        while not stop and (last is None or step < last):
+            try:
+                features, labels = _split(next(batches))
+            except StopIteration:
+                break
+            for callback in callbacks:
+                callback.on_train_batch_begin(step)
+            logs = self._model.train_on_batch(features, labels, return_dict=True)
+            step = int(self._global_step.assign_add(1).numpy())
+            for callback in callbacks:
+                callback.on_train_batch_end(step, logs)
+            loss = float(logs["loss"])
+            if not np.isfinite(loss):
+                raise FloatingPointError(f"Model diverged with loss = {loss} at step {step}; the last good "
+                                         f"checkpoint is {self.latest_checkpoint()}")
+            if config.save_summary_steps and step % config.save_summary_steps == 0:
+                with writer.as_default(step=step):
+                    tf.summary.scalar("loss", loss)
+            if config.log_step_count_steps and step % config.log_step_count_steps == 0:
+                now = time.monotonic()
+                rate = (step - log_step) / max(now - log_time, 1e-9)
+                logging.info("loss = %g, step = %d (global_step/sec: %g)", loss, step, rate)
+                with writer.as_default(step=step):
+                    tf.summary.scalar("global_step/sec", rate)
+                log_time, log_step = now, step
+            due = (config.save_checkpoints_steps and step - saved_step >= config.save_checkpoints_steps) or (
+                config.save_checkpoints_secs and time.monotonic() - saved_time >= config.save_checkpoints_secs)
+            if due:
+                stop = self._save(listeners)
+                saved_step, saved_time = step, time.monotonic()
+        if step != saved_step:
+            self._save(listeners)  # the final checkpoint, before the listeners' end
+        writer.flush()
+        for callback in callbacks:
+            callback.on_train_end()
+        for listener in listeners:
+            listener.end(None, step)
+
+    # -- evaluate, predict, export ------------------------------------------
+    def evaluate(self, input_fn: Callable, steps: int | None = None, hooks=None,
+                 checkpoint_path: str | None = None, name: str | None = None) -> dict:
+        """Metrics of a checkpoint (default: the latest): the compiled metrics, `loss`, `global_step`."""
+        check_hooks(hooks)
+        if steps is not None and steps <= 0:
+            raise ValueError(f"Must specify steps > 0, given: {steps}")
+        if checkpoint_path is None and self.latest_checkpoint() is None:
+            logging.info("Could not find trained model in model_dir: %s, running initialization to "
+                         "evaluate.", self.model_dir)
+        step = self._restore(checkpoint_path)
+        dataset = call_input_fn(input_fn, ModeKeys.EVAL, self._config, self._params)
+        if steps is not None:
+            dataset = dataset.take(steps)
+        results = self._model.evaluate(_with_prefetch(dataset), return_dict=True, verbose=0)
+        renames = getattr(self, "_metric_names_map", None) or {}
+        metrics = {renames.get(key, key): float(value) for key, value in results.items()}
+        metrics["global_step"] = step
+        folder = os.path.join(self.model_dir, "eval" if not name else f"eval_{name}")
+        with tf.summary.create_file_writer(folder).as_default(step=step):
+            for key, value in metrics.items():
+                if key != "global_step":
+                    tf.summary.scalar(key, value)
+        logging.info("Saving dict for global step %d: %s", step, metrics)
+        return metrics
+
+    def predict(self, input_fn: Callable, predict_keys: Sequence[str] | None = None, hooks=None,
+                checkpoint_path: str | None = None, yield_single_examples: bool = True):
+        """Yields `{output_name: value}` per example (or per batch)."""
+        check_hooks(hooks)
+        self._restore(checkpoint_path)
+        dataset = call_input_fn(input_fn, ModeKeys.PREDICT, self._config, self._params)
+        names = self.output_names
+        for element in dataset:
+            features = element[0] if isinstance(element, tuple) and len(element) == 2 else element
+            outputs = self._model(features, training=False)
+            outputs = dict(zip(names, tf.nest.flatten(outputs)))
+            if predict_keys:
+                outputs = {key: outputs[key] for key in predict_keys}
+            outputs = {key: np.asarray(value) for key, value in outputs.items()}
+            if not yield_single_examples:
+                yield outputs
+                continue
+            for index in range(len(next(iter(outputs.values())))):
+                yield {key: value[index] for key, value in outputs.items()}
+
+    @property
+    def output_names(self) -> list[str]:
+        """A Keras model's outputs are named after their last layers."""
+        return [tensor._keras_history[0].name for tensor in tf.nest.flatten(self._model.outputs)]
+
+    def export_saved_model(self, export_dir_base: str, serving_input_receiver_fn: Callable | None = None,
+                           assets_extra: dict | None = None, as_text: bool = False,
+                           checkpoint_path: str | None = None) -> bytes:
+        """Writes `<export_dir_base>/<timestamp>` (through `temp-<timestamp>`); returns that path."""
+        if assets_extra or as_text:
+            raise NotImplementedError("assets_extra and as_text are not supported")
+        if serving_input_receiver_fn is not None:
+            logging.info("serving_input_receiver_fn is not needed for a Keras model; the model's own "
+                         "input signature is exported")
+        self._restore(checkpoint_path)
+        os.makedirs(export_dir_base, exist_ok=True)
+        timestamp = int(time.time())
+        while os.path.exists(os.path.join(export_dir_base, str(timestamp))):
+            timestamp += 1
+        temp = os.path.join(export_dir_base, f"temp-{timestamp}")
+        final = os.path.join(export_dir_base, str(timestamp))
+        self._model.export(temp, format="tf_saved_model", verbose=False)
+        os.rename(temp, final)
+        return final.encode()
+
+    export_savedmodel = export_saved_model
+
+
+def model_to_estimator(keras_model: keras.Model | None = None, keras_model_path: str | None = None,
+                       custom_objects: dict | None = None, model_dir: str | None = None,
+                       config: RunConfig | None = None, checkpoint_format: str = "checkpoint",
+                       metric_names_map: dict | None = None, export_outputs: dict | None = None) -> Estimator:
+    """An Estimator that trains a copy of a compiled Keras model, as tf.keras.estimator did.
+
+    With no checkpoint in `model_dir`, training starts from the Keras model's
+    current weights (all of them); otherwise from the latest checkpoint.
+    """
+    if (keras_model is None) == (keras_model_path is None):
+        raise ValueError("Exactly one of keras_model and keras_model_path must be given.")
+    if keras_model_path is not None:
+        keras_model = keras.models.load_model(keras_model_path, custom_objects=custom_objects)
+    if getattr(keras_model, "optimizer", None) is None or not keras_model.compiled:
+        raise ValueError("The given keras model has not been compiled yet. Please compile the model with "
+                         "`model.compile()` before calling `model_to_estimator()`.")
+    if checkpoint_format not in ("checkpoint", "saver"):
+        raise ValueError(f"checkpoint_format must be 'checkpoint' or 'saver', got {checkpoint_format!r}")
+    if export_outputs:
+        raise NotImplementedError("export_outputs is not supported: the model's outputs are exported")
+    copy = keras.models.clone_model(keras_model)
+    copy.set_weights(keras_model.get_weights())  # all weights: batch-norm statistics included
+    copy.compile_from_config(keras_model.get_compile_config())
+    copy.optimizer.build(copy.trainable_variables)
+    estimator = Estimator(model_dir=model_dir, config=config, _keras_model=copy)
+    estimator._metric_names_map = dict(metric_names_map or {})
+    return estimator

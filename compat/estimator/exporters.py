@@ -1,0 +1,104 @@
+"""Exporters run after evaluations: LatestExporter, BestExporter, FinalExporter.
+
+Each writes SavedModels under `<model_dir>/export/<name>/<timestamp>` through
+`Estimator.export_saved_model` (a temporary name, then a rename).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Callable
+
+from absl import logging
+
+
+def _loss_smaller(best_eval_result: dict, current_eval_result: dict) -> bool:
+    for result in (best_eval_result, current_eval_result):
+        if "loss" not in result:
+            raise ValueError("best_eval_result and current_eval_result need a 'loss' to compare")
+    return current_eval_result["loss"] < best_eval_result["loss"]
+
+
+class Exporter:
+    """Base class: `export(...)` returns the export path, or None when it exported nothing."""
+
+    def __init__(self, name: str, serving_input_receiver_fn: Callable | None = None):
+        self._name = name
+        self._serving_input_receiver_fn = serving_input_receiver_fn
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def export(self, estimator, export_path: str, checkpoint_path: str, eval_result: dict,
+               is_the_final_export: bool):
+        raise NotImplementedError
+
+    def _write(self, estimator, export_path: str, checkpoint_path: str) -> bytes:
+        return estimator.export_saved_model(export_path, self._serving_input_receiver_fn,
+                                            checkpoint_path=checkpoint_path)
+
+
+def _prune(export_path: str, keep: int | None) -> None:
+    """Keeps the newest `keep` exports (timestamp-named folders)."""
+    if keep is None:
+        return
+    exports = sorted((int(name) for name in os.listdir(export_path) if name.isdigit()))
+    for stamp in exports[:-keep] if keep else exports:
+        shutil.rmtree(os.path.join(export_path, str(stamp)), ignore_errors=True)
+
+
+class LatestExporter(Exporter):
+    """Exports after every evaluation, keeping the last `exports_to_keep`."""
+
+    def __init__(self, name: str, serving_input_receiver_fn: Callable | None = None,
+                 assets_extra=None, as_text: bool = False, exports_to_keep: int | None = 5):
+        super().__init__(name, serving_input_receiver_fn)
+        if exports_to_keep is not None and exports_to_keep <= 0:
+            raise ValueError("`exports_to_keep`, if provided, must be a positive number.")
+        self._exports_to_keep = exports_to_keep
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
+        path = self._write(estimator, export_path, checkpoint_path)
+        _prune(export_path, self._exports_to_keep)
+        return path
+
+
+class FinalExporter(Exporter):
+    """Exports only at the final evaluation."""
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
+        if not is_the_final_export:
+            return None
+        return self._write(estimator, export_path, checkpoint_path)
+
+
+class BestExporter(Exporter):
+    """Exports when an evaluation beats the best so far (default: a smaller loss).
+
+    The best result is kept in `<export_path>/best_eval.json`, so a restarted
+    run compares against it (TF 2.15 re-read the eval event files instead).
+    """
+
+    def __init__(self, name: str = "best_exporter", serving_input_receiver_fn: Callable | None = None,
+                 event_file_pattern: str = "eval/*.tfevents.*", compare_fn: Callable = _loss_smaller,
+                 assets_extra=None, as_text: bool = False, exports_to_keep: int | None = 5):
+        super().__init__(name, serving_input_receiver_fn)
+        if exports_to_keep is not None and exports_to_keep <= 0:
+            raise ValueError("`exports_to_keep`, if provided, must be a positive number.")
+        self._compare_fn, self._exports_to_keep = compare_fn, exports_to_keep
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
+        record = os.path.join(export_path, "best_eval.json")
+        best = json.load(open(record)) if os.path.exists(record) else None
+        if best is not None and not self._compare_fn(best_eval_result=best, current_eval_result=eval_result):
+            return None
+        path = self._write(estimator, export_path, checkpoint_path)
+        with open(f"{record}.tmp", "w") as stream:
+            json.dump({k: float(v) for k, v in eval_result.items()}, stream)
+        os.replace(f"{record}.tmp", record)
+        _prune(export_path, self._exports_to_keep)
+        logging.info("Exported a new best model to %s", path)
+        return path
