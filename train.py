@@ -35,8 +35,12 @@ def main(argv: list[str]) -> None:
         metrics = training.train_and_evaluate(
             configs.source, configs.pipeline, configs.model, configs.train, configs.model_dir
         )
+    elif configs.mode == "estimator":
+        metrics = training.estimator_train_and_evaluate(
+            configs.source, configs.pipeline, configs.model, configs.train, configs.model_dir
+        )
     else:
-        raise app.UsageError(f"--mode={configs.mode} is not available yet; use --mode=keras")
+        raise app.UsageError(f"--mode={configs.mode} is not available yet; use --mode=keras or estimator")
     print(f"test accuracy {metrics['test_accuracy']:.4f} (loss {metrics['test_loss']:.4f}) after "
           f"{metrics['steps']} steps in {metrics['wall_seconds']:.0f} s; outputs in {configs.model_dir}")
 

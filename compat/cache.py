@@ -32,7 +32,7 @@ from absl import logging
 
 from compat import atomic
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: elements are chunks of examples
 _ENV_CACHE_DIR = "ESTIMATOR_COMPAT_CACHE_DIR"
 
 

@@ -208,6 +208,7 @@ def _pre_cache_settings(config: PipelineConfig, split: str, training: bool) -> d
     """Everything before the cache that shapes an example: the cache key's settings."""
     return {
         "split": split,
+        "chunk": _CHUNK,
         "window_samples": window_samples(config, training),
         "feature_spec": dataclasses.asdict(config.feature_spec),
         "skip_bad_files": config.skip_bad_files,

@@ -168,6 +168,63 @@ def export_model(model: keras.Model, model_dir: str, sample: dict) -> float:
     return difference
 
 
+def _test_metrics(test: dict, steps: int, start_step: int, started: float, train_seconds: float,
+                  trained_steps: int, batch_size: int, class_names) -> dict:
+    """metrics.json's content, the same for every mode."""
+    return {
+        "test_accuracy": float(test["accuracy"]),
+        "test_loss": float(test["loss"]),
+        "steps": steps,
+        "resumed_from_step": start_step,
+        "wall_seconds": round(time.perf_counter() - started, 2),
+        "train_seconds": round(train_seconds, 2),
+        "examples_per_second": round(trained_steps * batch_size / max(train_seconds, 1e-9), 1),
+        "class_names": list(class_names),
+    }
+
+
+def estimator_train_and_evaluate(
+    source: DataSource,
+    pipeline: data.PipelineConfig,
+    model_config: models.ModelConfig,
+    config: TrainConfig,
+    model_dir: str,
+) -> dict:
+    """`--mode=estimator`: the same model, data and steps through compat.estimator.
+
+    A registry model, compiled as in the Keras path, is wrapped by
+    `model_to_estimator`; `train_and_evaluate` checkpoints and evaluates every
+    period (throttle_secs=0), then the test split is evaluated and exported.
+    """
+    from compat import estimator
+
+    started = time.perf_counter()
+    keras.utils.set_random_seed(config.seed)
+    class_names = data.class_names(source, pipeline)
+    plan = plan_steps(config, data.split_size(source, pipeline, "train"), pipeline.batch_size)
+    model = models.build_from_config(model_config, data.feature_shape(pipeline), len(class_names),
+                                     input_name=pipeline.feature_key)
+    compile_model(model, config.learning_rate, plan.max_steps)
+    run_config = estimator.RunConfig(save_checkpoints_steps=plan.period, keep_checkpoint_max=config.keep_checkpoints,
+                                     tf_random_seed=config.seed, log_step_count_steps=plan.period)
+    est = estimator.model_to_estimator(keras_model=model, model_dir=model_dir, config=run_config)
+    latest = est.latest_checkpoint()
+    start_step = int(latest.rsplit("-", 1)[1]) if latest else 0
+    train_started = time.perf_counter()
+    estimator.train_and_evaluate(
+        est,
+        estimator.TrainSpec(data.make_input_fn(source, pipeline, "train"), max_steps=plan.max_steps),
+        estimator.EvalSpec(data.make_input_fn(source, pipeline, "eval"), steps=None, throttle_secs=0,
+                           exporters=[estimator.FinalExporter("final")] if config.export else ()),
+    )
+    train_seconds = time.perf_counter() - train_started
+    test = est.evaluate(data.make_input_fn(source, pipeline, "test"), name="test")
+    metrics = _test_metrics(test, int(test["global_step"]), start_step, started, train_seconds,
+                            int(test["global_step"]) - start_step, pipeline.batch_size, class_names)
+    _write_json(os.path.join(model_dir, "metrics.json"), metrics)
+    return metrics
+
+
 def train_and_evaluate(
     source: DataSource,
     pipeline: data.PipelineConfig,
@@ -217,16 +274,8 @@ def train_and_evaluate(
 
     test_dataset = data.build_dataset(source, pipeline, "test")
     test = model.evaluate(test_dataset, return_dict=True, verbose=0)
-    metrics = {
-        "test_accuracy": float(test["accuracy"]),
-        "test_loss": float(test["loss"]),
-        "steps": int(model.optimizer.iterations.numpy()),
-        "resumed_from_step": start_step,
-        "wall_seconds": round(time.perf_counter() - started, 2),
-        "train_seconds": round(throughput.train_seconds, 2),
-        "examples_per_second": round(throughput.steps * pipeline.batch_size / max(throughput.train_seconds, 1e-9), 1),
-        "class_names": list(class_names),
-    }
+    metrics = _test_metrics(test, int(model.optimizer.iterations.numpy()), start_step, started,
+                            throughput.train_seconds, throughput.steps, pipeline.batch_size, class_names)
     if config.export:
         sample = next(iter(test_dataset))[0]
         metrics["export_max_abs_difference"] = export_model(model, model_dir, sample)
