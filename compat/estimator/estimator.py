@@ -69,6 +69,9 @@ def call_input_fn(input_fn: Callable, mode: str, config: RunConfig, params: dict
 
     It may return a Dataset of (features, labels) or of features, a
     (features, labels) tuple, or features alone (labels None), as tf.estimator allowed.
+    Tensors (not a Dataset) are one batch: training repeats it, as a graph-mode
+    input_fn's tensors did at every step; evaluation and prediction read it once,
+    where TF 2.15 would have looped on it forever.
     """
     accepted = inspect.signature(input_fn).parameters
     candidates = {"params": params, "mode": mode, "config": config, "input_context": None}
@@ -76,9 +79,8 @@ def call_input_fn(input_fn: Callable, mode: str, config: RunConfig, params: dict
     result = _call_legacy_aware(input_fn, kwargs)
     if isinstance(result, tf.data.Dataset):
         return result
-    if isinstance(result, tuple) and len(result) == 2:
-        return tf.data.Dataset.from_tensors(result).repeat()
-    return tf.data.Dataset.from_tensors(result).repeat()
+    batch = tf.data.Dataset.from_tensors(result)
+    return batch.repeat() if mode == ModeKeys.TRAIN else batch
 
 
 def _split(element: Any) -> tuple[Any, Any]:

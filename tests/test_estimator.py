@@ -1,0 +1,278 @@
+"""compat.estimator against TensorFlow 2.15's Estimator semantics, one test per point."""
+
+import glob
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat.estimator as estimator
+from conftest import HELPERS, REPO
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((256, 8)).astype("float32")
+Y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype("int32")
+
+
+def make_model(compiled=True, batch_norm=True):
+    inputs = keras.Input((8,), name="x")
+    hidden = keras.layers.Dense(16, activation="relu")(inputs)
+    if batch_norm:
+        hidden = keras.layers.BatchNormalization(name="bn")(hidden)
+    model = keras.Model({"x": inputs}, keras.layers.Dense(2, name="logits")(hidden))
+    if compiled:
+        model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    return model
+
+
+class CountingInputFn:
+    """An input_fn that records its calls and the arguments it was given."""
+
+    def __init__(self, repeat=True, batch=32):
+        self.calls, self.repeat, self.batch = [], repeat, batch
+
+    def __call__(self, params, mode, config, input_context):
+        self.calls.append({"params": params, "mode": mode, "config": config})
+        dataset = tf.data.Dataset.from_tensor_slices(({"x": X}, Y))
+        return (dataset.repeat() if self.repeat else dataset).batch(self.batch)
+
+
+def make_estimator(model_dir, **config):
+    config.setdefault("save_checkpoints_steps", 10)
+    return estimator.model_to_estimator(keras_model=make_model(), model_dir=str(model_dir),
+                                        config=estimator.RunConfig(**config))
+
+
+def steps_in(model_dir):
+    return sorted(int(p.rsplit("-", 1)[1].split(".")[0]) for p in glob.glob(f"{model_dir}/model.ckpt-*.index"))
+
+
+def test_run_config_defaults_and_checks(caplog):
+    config = estimator.RunConfig()
+    assert (config.save_checkpoints_secs, config.save_checkpoints_steps) == (600, None)
+    assert (config.keep_checkpoint_max, config.save_summary_steps, config.log_step_count_steps) == (5, 100, 100)
+    assert config.tf_random_seed is None and config.model_dir is None
+    with pytest.raises(ValueError, match="both save_checkpoints_steps and save_checkpoints_secs"):
+        estimator.RunConfig(save_checkpoints_steps=1, save_checkpoints_secs=1)
+    with caplog.at_level(logging.WARNING):
+        est = estimator.model_to_estimator(keras_model=make_model())
+    assert os.path.isdir(est.model_dir) and "Using temporary folder as model directory" in caplog.text
+    assert estimator.EvalSpec(input_fn=lambda: None).steps == 100
+    assert estimator.EvalSpec(input_fn=lambda: None).throttle_secs == 600
+    assert estimator.EvalSpec(input_fn=lambda: None).start_delay_secs == 120
+    with pytest.raises(ValueError, match="max_steps > 0"):
+        estimator.TrainSpec(input_fn=lambda: None, max_steps=0)
+
+
+def test_checkpoint_cadence_and_retention(tmp_path):
+    est = make_estimator(tmp_path, save_checkpoints_steps=10, keep_checkpoint_max=2)
+    est.train(CountingInputFn(), max_steps=45)
+    assert steps_in(tmp_path) == [40, 45]  # every 10 steps, the final step, the last 2 kept
+    assert est.latest_checkpoint().endswith("model.ckpt-45")
+    assert os.path.isfile(tmp_path / "checkpoint")
+    assert glob.glob(str(tmp_path / "events.out.tfevents.*"))
+    assert os.path.isdir(tmp_path / "keras")  # the warm-start copy
+
+
+def test_steps_is_relative_max_steps_absolute_and_both_is_an_error(tmp_path, caplog):
+    est = make_estimator(tmp_path)
+    input_fn = CountingInputFn()
+    est.train(input_fn, steps=7)
+    est.train(input_fn, steps=7)
+    assert est.get_variable_value("global_step/.ATTRIBUTES/VARIABLE_VALUE") == 14
+    est.train(input_fn, max_steps=20)
+    assert steps_in(tmp_path)[-1] == 20
+    with pytest.raises(ValueError, match="Can not provide both steps and max_steps"):
+        est.train(input_fn, steps=1, max_steps=30)
+    calls = len(input_fn.calls)
+    with caplog.at_level(logging.INFO):
+        assert est.train(input_fn, max_steps=20) is est
+    assert len(input_fn.calls) == calls  # skipped without calling input_fn
+    assert "Skipping training since max_steps has already saved." in caplog.text
+    assert steps_in(tmp_path)[-1] == 20  # and no extra step (TF 2.15 trained one more)
+
+
+def test_evaluate_returns_compiled_metrics_loss_and_global_step(tmp_path):
+    est = estimator.model_to_estimator(keras_model=make_model(), model_dir=str(tmp_path),
+                                       config=estimator.RunConfig(save_checkpoints_steps=10),
+                                       metric_names_map={"accuracy": "acc"})
+    est.train(CountingInputFn(), max_steps=30)
+    result = est.evaluate(CountingInputFn(repeat=False))
+    assert set(result) == {"acc", "loss", "global_step"} and result["global_step"] == 30
+    assert 0 <= result["acc"] <= 1 and result["loss"] > 0
+    named = est.evaluate(CountingInputFn(), steps=2, name="holdout")
+    assert named["global_step"] == 30
+    assert glob.glob(str(tmp_path / "eval" / "events.out.tfevents.*"))
+    assert glob.glob(str(tmp_path / "eval_holdout" / "events.out.tfevents.*"))
+    older = est.evaluate(CountingInputFn(repeat=False), checkpoint_path=str(tmp_path / "model.ckpt-20"))
+    assert older["global_step"] == 20
+
+
+@pytest.mark.parametrize("throttle_secs,evaluated_at", [(0, [10, 20, 30]), (1000, [10, 30])])
+def test_train_and_evaluate_schedule(tmp_path, throttle_secs, evaluated_at):
+    est = make_estimator(tmp_path, save_checkpoints_steps=10)
+    train_fn, eval_fn = CountingInputFn(), CountingInputFn(repeat=False)
+    evaluated = []
+    original = est.evaluate
+
+    def spy(*args, **kwargs):
+        result = original(*args, **kwargs)
+        evaluated.append(result["global_step"])
+        return result
+
+    est.evaluate = spy
+    result, exports = estimator.train_and_evaluate(
+        est, estimator.TrainSpec(train_fn, max_steps=30),
+        estimator.EvalSpec(eval_fn, steps=None, throttle_secs=throttle_secs))
+    assert len(train_fn.calls) == 1  # the training input is built once
+    assert evaluated == evaluated_at and len(eval_fn.calls) == len(evaluated_at)
+    assert result["global_step"] == 30 and exports == []
+    assert estimator.train_and_evaluate(est, estimator.TrainSpec(train_fn, max_steps=30),
+                                        estimator.EvalSpec(eval_fn)) == (None, None)
+
+
+def test_exporters_write_their_folders(tmp_path):
+    est = make_estimator(tmp_path, save_checkpoints_steps=10)
+    exporters = [estimator.LatestExporter("latest", exports_to_keep=2), estimator.FinalExporter("final"),
+                 estimator.BestExporter()]
+    _, results = estimator.train_and_evaluate(
+        est, estimator.TrainSpec(CountingInputFn(), max_steps=30),
+        estimator.EvalSpec(CountingInputFn(repeat=False), steps=None, throttle_secs=0, exporters=exporters))
+    latest = [n for n in os.listdir(tmp_path / "export" / "latest") if n.isdigit()]
+    assert len(latest) == 2  # three evaluations, two kept
+    assert len(os.listdir(tmp_path / "export" / "final")) == 1  # the final evaluation only
+    assert os.path.isfile(tmp_path / "export" / "best_exporter" / "best_eval.json")
+    assert results[0].startswith(str(tmp_path / "export" / "latest").encode())
+    assert results[1].startswith(str(tmp_path / "export" / "final").encode())
+
+
+def test_predict_and_export_match_the_keras_model(tmp_path):
+    model = make_model()
+    model.get_layer("bn").moving_mean.assign(np.full(16, 0.5, "float32"))  # a non-trainable weight
+    est = estimator.model_to_estimator(keras_model=model, model_dir=str(tmp_path))
+    expected = np.asarray(model({"x": X[:32]}, training=False))
+    predictions = list(est.predict(CountingInputFn(repeat=False, batch=16)))
+    assert len(predictions) == 256 and set(predictions[0]) == {"logits"}
+    np.testing.assert_allclose(np.stack([p["logits"] for p in predictions[:32]]), expected, atol=1e-5)
+    batches = list(est.predict(CountingInputFn(repeat=False, batch=16), yield_single_examples=False))
+    assert batches[0]["logits"].shape == (16, 2)
+    path = est.export_saved_model(str(tmp_path / "exports"))
+    assert isinstance(path, bytes) and os.path.basename(path).isdigit()
+    assert not glob.glob(str(tmp_path / "exports" / "temp-*"))
+    served = tf.saved_model.load(path.decode())
+    np.testing.assert_allclose(served.serve({"x": X[:32]}).numpy(), expected, atol=1e-5)
+
+
+def test_warm_start_copies_all_weights_and_restarts_from_checkpoints(tmp_path):
+    model = make_model()
+    model.get_layer("bn").moving_mean.assign(np.full(16, 0.5, "float32"))
+    est = estimator.model_to_estimator(keras_model=model, model_dir=str(tmp_path),
+                                       config=estimator.RunConfig(save_checkpoints_steps=5))
+    est.train(CountingInputFn(), max_steps=1)  # saves step 0 (the warm start), then step 1
+    moving_mean = [n for n in est.get_variable_names() if "moving_mean" in n][0]
+    step0 = tf.train.load_variable(str(tmp_path / "model.ckpt-0"), moving_mean)
+    np.testing.assert_allclose(step0, 0.5)  # TF 2.15 restarted batch-norm statistics at 0
+    again = estimator.model_to_estimator(keras_model=make_model(), model_dir=str(tmp_path))
+    np.testing.assert_allclose(again.get_variable_value(moving_mean), est.get_variable_value(moving_mean))
+    with pytest.raises(ValueError, match="Could not find trained model"):
+        estimator.model_to_estimator(keras_model=make_model(), model_dir=str(tmp_path / "new")).get_variable_names()
+
+
+def test_every_input_fn_form(tmp_path, caplog):
+    est = make_estimator(tmp_path)
+    est.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(32).repeat(), steps=2)
+    est.train(lambda: ({"x": tf.constant(X[:32])}, tf.constant(Y[:32])), steps=2)
+
+    def legacy():
+        dataset = tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(32).repeat()
+        return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+
+    with caplog.at_level(logging.WARNING):
+        est.train(legacy, steps=2)
+    assert steps_in(tmp_path)[-1] == 6
+    predictions = list(est.predict(lambda: {"x": tf.constant(X[:4])}))  # features alone
+    assert len(predictions) == 4
+
+
+def test_input_fn_arguments_are_injected_by_signature(tmp_path):
+    est = estimator.model_to_estimator(keras_model=make_model(), model_dir=str(tmp_path),
+                                       config=estimator.RunConfig(save_checkpoints_steps=10))
+    input_fn = CountingInputFn()
+    est.train(input_fn, steps=1)
+    est.evaluate(input_fn, steps=1)
+    list(est.predict(CountingInputFn(repeat=False)))
+    assert [c["mode"] for c in input_fn.calls] == ["train", "eval"]
+    assert isinstance(input_fn.calls[0]["config"], estimator.RunConfig)
+    assert input_fn.calls[0]["params"] == {}
+
+
+def test_hooks_take_keras_callbacks_and_refuse_session_run_hooks(tmp_path):
+    est = make_estimator(tmp_path)
+    seen = []
+
+    class Record(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            seen.append(batch)
+
+    est.train(CountingInputFn(), steps=3, hooks=[Record()])
+    assert seen == [1, 2, 3]
+    with pytest.raises(TypeError, match="StopAtStepHook .* Use train\\(max_steps=...\\)"):
+        est.train(CountingInputFn(), steps=1, hooks=[tf.compat.v1.train.StopAtStepHook(last_step=5)])
+
+
+def test_unsupported_uses_say_what_is_supported():
+    with pytest.raises(NotImplementedError, match="model_to_estimator"):
+        estimator.Estimator(model_fn=lambda features, labels, mode: None)
+    with pytest.raises(ValueError, match="has not been compiled"):
+        estimator.model_to_estimator(keras_model=make_model(compiled=False))
+
+
+def test_install_makes_tf_estimator_names_resolve():
+    estimator.install()
+    assert tf.estimator.RunConfig is estimator.RunConfig
+    assert tf.estimator.train_and_evaluate is estimator.train_and_evaluate
+    assert tf.keras.estimator.model_to_estimator is estimator.model_to_estimator
+
+
+@pytest.mark.parametrize("variant", ["import_changed", "install"])
+def test_a_legacy_training_script_runs(tmp_path, variant):
+    script = open(os.path.join(HELPERS, "legacy_estimator_script.py")).read()
+    if variant == "import_changed":
+        script = script.replace("estimator = tf.estimator", "import compat.estimator as estimator")
+        script = script.replace("model_to_estimator = tf.keras.estimator.model_to_estimator",
+                                "from compat.estimator import model_to_estimator")
+        command = [sys.executable, "-c", script, str(tmp_path)]
+    else:
+        command = [sys.executable, "-c", "import compat.estimator; compat.estimator.install()\n" + script,
+                   str(tmp_path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "eval accuracy" in result.stdout
+    assert steps_in(tmp_path) == [20, 40, 60]
+
+
+def test_kill_9_then_train_and_evaluate_resumes(tmp_path):
+    command = [sys.executable, os.path.join(HELPERS, "legacy_estimator_script.py"), str(tmp_path), "slow"]
+    env = {**os.environ, "PYTHONPATH": REPO}
+    prelude = ["-c", "import compat.estimator; compat.estimator.install(); import runpy, sys; "
+                     "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"]
+    process = subprocess.Popen([sys.executable, *prelude, *command[1:]], env=env, cwd=REPO,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while 20 not in steps_in(tmp_path) and time.time() < deadline:
+        assert process.poll() is None
+        time.sleep(0.1)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert steps_in(tmp_path)[-1] < 60
+    result = subprocess.run([sys.executable, *prelude, *command[1:]], env=env, cwd=REPO,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert steps_in(tmp_path)[-1] == 60 and "global_step': 60" in result.stdout
