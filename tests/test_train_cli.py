@@ -110,3 +110,16 @@ def test_a_diverging_run_stops_with_a_clear_error(tiny_data, tmp_path):
     assert result.returncode != 0
     assert "the loss became NaN or infinite at step" in result.stderr, result.stderr[-2000:]
     assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_estimator_mode_writes_the_same_metrics_and_estimator_files(tiny_data, tmp_path):
+    model_dir = tmp_path / "run"
+    result = _train(*_common(tiny_data, tmp_path), "--mode=estimator", "--epochs=2", f"--model_dir={model_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "test accuracy" in result.stdout
+    metrics = json.loads((model_dir / "metrics.json").read_text())
+    assert {"test_accuracy", "test_loss", "steps", "wall_seconds", "examples_per_second"} <= set(metrics)
+    steps = metrics["steps"]
+    assert glob.glob(str(model_dir / f"model.ckpt-{steps}.index")) and (model_dir / "checkpoint").is_file()
+    assert glob.glob(str(model_dir / "eval" / "events.out.tfevents.*"))
+    assert len(os.listdir(model_dir / "export" / "final")) == 1

@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 import types
 
+from compat.estimator import export
 from compat.estimator.config import EvalSpec, ModeKeys, RunConfig, TrainSpec
 from compat.estimator.estimator import Estimator, model_to_estimator
 from compat.estimator.exporters import BestExporter, Exporter, FinalExporter, LatestExporter
@@ -26,7 +27,7 @@ from compat.estimator.training import CheckpointSaverListener, train_and_evaluat
 
 __all__ = [
     "BestExporter", "CheckpointSaverListener", "Estimator", "EvalSpec", "Exporter", "FinalExporter",
-    "LatestExporter", "ModeKeys", "RunConfig", "TrainSpec", "install", "model_to_estimator",
+    "LatestExporter", "ModeKeys", "RunConfig", "TrainSpec", "export", "install", "model_to_estimator",
     "train_and_evaluate",
 ]
 
