@@ -276,3 +276,29 @@ def test_kill_9_then_train_and_evaluate_resumes(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert steps_in(tmp_path)[-1] == 60 and "global_step': 60" in result.stdout
+
+
+def test_loss_is_the_mean_of_batch_losses_and_extra_features_are_ignored(tmp_path):
+    est = make_estimator(tmp_path)
+    est.train(CountingInputFn(), max_steps=5)
+
+    def uneven_input_fn():  # 256 examples in batches of 100: the last batch is smaller
+        features = {"x": X, "unused": np.zeros((256, 3), "float32")}
+        return tf.data.Dataset.from_tensor_slices((features, Y)).batch(100)
+
+    result = est.evaluate(uneven_input_fn)
+    model = make_model()
+    tf.train.Checkpoint(model=model).read(est.latest_checkpoint()).expect_partial()
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    by_batch = [float(loss(Y[i:i + 100], model({"x": X[i:i + 100]}, training=False))) for i in (0, 100, 200)]
+    assert result["loss"] == pytest.approx(np.mean(by_batch), rel=1e-4)
+    assert result["loss"] != pytest.approx(float(loss(Y, model({"x": X}, training=False))), rel=1e-4)
+    with pytest.raises(KeyError, match=r"lack the model's input\(s\) \['x'\]"):
+        est.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({"y": X}, Y)).batch(10))
+
+
+def test_receiver_helpers_of_legacy_exporters_are_accepted(tmp_path):
+    est = make_estimator(tmp_path)
+    receiver = estimator.export.build_raw_serving_input_receiver_fn({"x": tf.zeros([1, 8])})
+    path = est.export_saved_model(str(tmp_path / "exports"), receiver)
+    assert tf.saved_model.load(path.decode()).serve({"x": X[:2]}).shape == (2, 2)

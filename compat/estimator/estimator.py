@@ -260,7 +260,8 @@ class Estimator:
                 break
             for callback in callbacks:
                 callback.on_train_batch_begin(step)
-            logs = self._model.train_on_batch(features, labels, return_dict=True)
+            self._model.reset_metrics()  # Keras 3 accumulates across calls: log this step's loss
+            logs = self._model.train_on_batch(self.model_inputs(features), labels, return_dict=True)
             step = int(self._global_step.assign_add(1).numpy())
             for callback in callbacks:
                 callback.on_train_batch_end(step, logs)
@@ -305,7 +306,7 @@ class Estimator:
         dataset = call_input_fn(input_fn, ModeKeys.EVAL, self._config, self._params)
         if steps is not None:
             dataset = dataset.take(steps)
-        results = self._model.evaluate(_with_prefetch(dataset), return_dict=True, verbose=0)
+        results = self._evaluate_batches(_with_prefetch(dataset))
         renames = getattr(self, "_metric_names_map", None) or {}
         metrics = {renames.get(key, key): float(value) for key, value in results.items()}
         metrics["global_step"] = step
@@ -317,6 +318,41 @@ class Estimator:
         logging.info("Saving dict for global step %d: %s", step, metrics)
         return metrics
 
+    def _evaluate_batches(self, dataset: tf.data.Dataset) -> dict:
+        """The compiled metrics over all batches, and `loss` as the mean of per-batch losses.
+
+        Keras' own evaluation loss is weighted by batch size; the Estimator's is the
+        plain mean over batches, so each batch's loss is taken with Keras'
+        `compute_loss`, while `compute_metrics` accumulates the compiled metrics.
+        """
+        self._model.reset_metrics()
+        step = tf.function(self._evaluation_step, reduce_retracing=True)
+        batch_losses = []
+        for element in dataset:
+            features, labels = _split(element)
+            batch_losses.append(float(step(self.model_inputs(features), labels)))
+        if not batch_losses:
+            raise ValueError("the evaluation input_fn gave no batches")
+        results = {k: float(v) for k, v in self._model.get_metrics_result().items()}
+        return {**results, "loss": float(np.mean(batch_losses))}
+
+    def _evaluation_step(self, features: Any, labels: Any) -> tf.Tensor:
+        predictions = self._model(features, training=False)
+        loss = self._model.compute_loss(x=features, y=labels, y_pred=predictions, training=False)
+        self._model.compute_metrics(features, labels, predictions, sample_weight=None)
+        return loss
+
+    def model_inputs(self, features: Any) -> Any:
+        """The model's inputs, matched by name; extra feature keys are ignored, as tf.estimator did."""
+        if not isinstance(features, dict):
+            return features
+        names = [tensor.name for tensor in self._model.inputs]
+        missing = [name for name in names if name not in features]
+        if missing:
+            raise KeyError(f"the input_fn's features lack the model's input(s) {missing}; "
+                           f"it gave {sorted(features)}. Name the feature keys after the model's inputs")
+        return {name: features[name] for name in names}
+
     def predict(self, input_fn: Callable, predict_keys: Sequence[str] | None = None, hooks=None,
                 checkpoint_path: str | None = None, yield_single_examples: bool = True):
         """Yields `{output_name: value}` per example (or per batch)."""
@@ -326,7 +362,7 @@ class Estimator:
         names = self.output_names
         for element in dataset:
             features = element[0] if isinstance(element, tuple) and len(element) == 2 else element
-            outputs = self._model(features, training=False)
+            outputs = self._model(self.model_inputs(features), training=False)
             outputs = dict(zip(names, tf.nest.flatten(outputs)))
             if predict_keys:
                 outputs = {key: outputs[key] for key in predict_keys}
