@@ -9,10 +9,13 @@ building the same folder both succeed, and the first rename wins.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import os
 import shutil
 import socket
+import time
 import uuid
 from typing import Callable
 
@@ -21,46 +24,83 @@ from absl import logging
 _TEMP_PREFIX = ".tmp-"
 
 
+_WRITER_LOCK = ".writer.lock"
+_held_locks: dict[str, object] = {}  # temporary folder -> its lock file, held while this process lives
+# A temporary folder with no lock file is left alone this long: its writer may be creating it.
+_UNLOCKED_GRACE_SECONDS = 300
+
+
+def _temp_name(final: str) -> str:
+    parent, name = os.path.split(final)
+    owner = f"{socket.gethostname()}@{os.getpid()}"
+    return os.path.join(parent, f"{_TEMP_PREFIX}{name}@{owner}@{uuid.uuid4().hex[:8]}")
+
+
 def make_temp_folder(final: str) -> str:
     """Creates a private, empty folder beside `final` that no reader will open.
 
-    Its name records this host and process, so that a later run can tell a
-    folder abandoned by a killed writer from one still being written.
+    The writer holds an exclusive `flock` on a file inside it for as long as it
+    lives; the kernel releases it when the process ends, even by `kill -9`. So a
+    later run can tell a folder abandoned by a dead writer from one still being
+    written, across hosts and process-id namespaces that share the folder.
     """
-    parent, name = os.path.split(final)
-    os.makedirs(parent, exist_ok=True)
-    remove_abandoned_temporaries(parent)
-    owner = f"{socket.gethostname()}@{os.getpid()}"
-    temp = os.path.join(parent, f"{_TEMP_PREFIX}{name}@{owner}@{uuid.uuid4().hex[:8]}")
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    remove_abandoned_temporaries(os.path.dirname(final))
+    temp = _temp_name(final)
     os.makedirs(temp)
+    lock = open(os.path.join(temp, _WRITER_LOCK), "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    _held_locks[temp] = lock
     return temp
 
 
-def _owner_is_dead(temp_name: str) -> bool:
-    """True when the folder's writer was a process of this host that has exited."""
+def _release(temp: str) -> None:
+    lock = _held_locks.pop(temp, None)
+    if lock is not None:
+        lock.close()
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(temp, _WRITER_LOCK))
+
+
+def _writer_is_gone(folder: str) -> bool:
     try:
-        _, host, pid, _ = temp_name.rsplit("@", 3)
-        if host != socket.gethostname():
-            return False
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except (ValueError, PermissionError):
+        lock = open(os.path.join(folder, _WRITER_LOCK))
+    except FileNotFoundError:  # being created, or left by a remover: judge by age
+        with contextlib.suppress(FileNotFoundError):
+            return time.time() - os.path.getmtime(folder) > _UNLOCKED_GRACE_SECONDS
         return False
-    return False
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
 
 
 def remove_abandoned_temporaries(parent: str) -> list[str]:
-    """Removes temporary folders left in `parent` by killed writers on this host."""
+    """Removes temporary folders in `parent` whose writers have ended."""
     removed = []
     if not os.path.isdir(parent):
         return removed
     for entry in os.scandir(parent):
-        if entry.name.startswith(_TEMP_PREFIX) and _owner_is_dead(entry.name):
+        if entry.name.startswith(_TEMP_PREFIX) and entry.path not in _held_locks and _writer_is_gone(entry.path):
             shutil.rmtree(entry.path, ignore_errors=True)
             removed.append(entry.path)
-            logging.info("Removed a folder abandoned by a killed writer: %s", entry.path)
+            logging.info("Removed a folder abandoned by an ended writer: %s", entry.path)
     return removed
+
+
+def discard(folder: str) -> None:
+    """Removes a published folder: renamed aside first, so no reader opens half of it."""
+    doomed = _temp_name(folder)
+    os.rename(folder, doomed)
+    shutil.rmtree(doomed, ignore_errors=True)
+
+
+def remove_own(temp: str) -> None:
+    """Removes one of this process's temporary folders."""
+    _release(temp)
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 def is_temporary(name: str) -> bool:
@@ -79,14 +119,15 @@ def publish_folder(final: str, build: Callable[[str], None]) -> str:
     temp = make_temp_folder(final)
     try:
         build(temp)
+        _release(temp)  # the lock file is no part of the result
         os.rename(temp, final)
     except OSError as error:
-        shutil.rmtree(temp, ignore_errors=True)
+        remove_own(temp)
         if error.errno in (errno.ENOTEMPTY, errno.EEXIST) and os.path.isdir(final):
             logging.info("Another process published %s first; using it", final)
             return final
         raise
     except BaseException:
-        shutil.rmtree(temp, ignore_errors=True)
+        remove_own(temp)
         raise
     return final

@@ -167,7 +167,7 @@ def through_disk_cache(
 
     logging.info("Dataset cache miss: writing %s while reading", key)
     temp = atomic.make_temp_folder(final)
-    atexit.register(shutil.rmtree, temp, True)
+    atexit.register(atomic.remove_own, temp)
     started = time.monotonic()
 
     def publish_once() -> None:
@@ -181,6 +181,7 @@ def through_disk_cache(
     if not complete_now:
         return written, None
     written.reduce(0, lambda count, _: count)
+    atomic.remove_own(temp)  # published as hard links (or copies): the temporary files are spare
     return through_disk_cache(cache_dir, key, build, element_spec, describe, complete_now)
 
 
@@ -214,10 +215,7 @@ def remove_entries(
         and (unused_for_seconds is None or now - entry.last_used >= unused_for_seconds)
     ]
     for entry in chosen:
-        # Rename first so that no reader can open a half-deleted entry.
-        doomed = atomic.make_temp_folder(entry.path)
-        os.rename(entry.path, doomed)
-        shutil.rmtree(doomed, ignore_errors=True)
+        atomic.discard(entry.path)
     atomic.remove_abandoned_temporaries(_entries_dir(cache_dir))
     return chosen
 

@@ -207,7 +207,7 @@ def _chunk_spec(config: PipelineConfig, training: bool) -> tuple[tf.TensorSpec, 
 def _pre_cache_settings(config: PipelineConfig, split: str, training: bool) -> dict:
     """Everything before the cache that shapes an example: the cache key's settings."""
     return {
-        "split": split,
+        "split": "test" if split == "predict" else split,  # predict reads the test files
         "chunk": _CHUNK,
         "window_samples": window_samples(config, training),
         "feature_spec": dataclasses.asdict(config.feature_spec),
@@ -246,16 +246,30 @@ def cached_examples(
             # Training reads whole epochs; evaluation may stop early (steps=N).
             complete_now=not training,
         )
-        unbatched = chunks.unbatch()
+        unbatched = _reshuffle_chunks(chunks, table, config, training).unbatch()
         if examples is not None:  # Keras sizes an evaluation pass by the cardinality
             unbatched = unbatched.apply(tf.data.experimental.assert_cardinality(examples))
         return unbatched if shard is None else unbatched.shard(*shard)
 
-    files = list_files(table, config, shuffle=training and config.cache == "none")
+    files = list_files(table, config, shuffle=training)
     if shard is not None:
         files = files.shard(*shard)
     chunks = uncached(files)
-    return (chunks.cache() if config.cache == "memory" else chunks).unbatch()
+    if config.cache == "memory":
+        chunks = _reshuffle_chunks(chunks.cache(), table, config, training)
+    return chunks.unbatch()
+
+
+def _reshuffle_chunks(chunks: tf.data.Dataset, table: FileTable, config: PipelineConfig, training: bool
+                      ) -> tf.data.Dataset:
+    """A cache replays its first pass's order; training gets a new order of chunks each epoch.
+
+    Together with the example shuffle buffer after it, each epoch then mixes the
+    whole split, even where the files were listed class by class.
+    """
+    if not training:
+        return chunks
+    return chunks.shuffle(-(-len(table) // _CHUNK), seed=config.seed, reshuffle_each_iteration=True)
 
 
 def batch_examples(examples: tf.data.Dataset, config: PipelineConfig, batch_size: int, training: bool
@@ -292,7 +306,7 @@ def repeat_and_prefetch(batches: tf.data.Dataset, config: PipelineConfig, traini
     """Stages 7-8: repeat (train), prefetch, and copy batches ahead to a visible GPU."""
     if training:
         batches = batches.repeat()
-    batches = batches.prefetch(config.prefetch)
+    batches = batches.prefetch(config.prefetch).with_options(_options(config))
     if config.prefetch_to_device and tf.config.list_logical_devices("GPU"):
         # Must be the last transformation; it overlaps the host-to-device copy with the step.
         batches = batches.apply(tf.data.experimental.prefetch_to_device("/gpu:0", buffer_size=2))
@@ -343,7 +357,7 @@ def build_dataset(
         batches = batches.map(lambda features, labels: {key: features})
     else:
         batches = batches.map(lambda features, labels: ({key: features}, labels))
-    return repeat_and_prefetch(batches, config, training).with_options(_options(config))
+    return repeat_and_prefetch(batches, config, training)
 
 
 def make_input_fn(

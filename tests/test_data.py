@@ -45,7 +45,7 @@ def test_eval_is_deterministic_and_unaugmented(class_folders, cache_dir):
         np.testing.assert_array_equal(la, lb)
 
 
-@pytest.mark.parametrize("cache", ["none", "disk"])
+@pytest.mark.parametrize("cache", data.CACHE_MODES)
 def test_training_is_reproducible_from_the_seed_and_reshuffles_each_epoch(tmp_path, cache):
     root = write_class_folders(tmp_path / "data", per_class=8)
     config = _config(str(tmp_path / "cache"), cache=cache, deterministic=True, seed=7)

@@ -39,7 +39,7 @@ class CountingInputFn:
         self.calls, self.repeat, self.batch = [], repeat, batch
 
     def __call__(self, params, mode, config, input_context):
-        self.calls.append({"params": params, "mode": mode, "config": config})
+        self.calls.append({"params": params, "mode": mode, "config": config, "input_context": input_context})
         dataset = tf.data.Dataset.from_tensor_slices(({"x": X}, Y))
         return (dataset.repeat() if self.repeat else dataset).batch(self.batch)
 
@@ -52,6 +52,31 @@ def make_estimator(model_dir, **config):
 
 def steps_in(model_dir):
     return sorted(int(p.rsplit("-", 1)[1].split(".")[0]) for p in glob.glob(f"{model_dir}/model.ckpt-*.index"))
+
+
+def test_tf_random_seed_makes_training_reproducible_and_checkpoints_can_be_off(tmp_path):
+    initial = make_model().get_weights()
+
+    def trained(folder, global_seed):
+        keras.utils.set_random_seed(global_seed)  # differs between the runs; tf_random_seed does not
+        model = make_model()
+        model.set_weights(initial)
+        est = estimator.model_to_estimator(keras_model=model, model_dir=str(folder),
+                                           config=estimator.RunConfig(save_checkpoints_steps=5, tf_random_seed=3))
+        est.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).shuffle(256).batch(32).repeat(),
+                  max_steps=5)
+        return {name: est.get_variable_value(name) for name in est.get_variable_names() if "moving" in name}
+
+    first, second = trained(tmp_path / "a", 1), trained(tmp_path / "b", 2)
+    assert first and all(np.array_equal(first[name], second[name]) for name in first)
+    off = estimator.RunConfig(save_checkpoints_steps=None, save_checkpoints_secs=None)
+    assert not off.saves_checkpoints
+    est = estimator.model_to_estimator(keras_model=make_model(), model_dir=str(tmp_path / "c"), config=off)
+    est.train(CountingInputFn(), steps=3)
+    assert steps_in(tmp_path / "c") == []
+    with pytest.raises(ValueError, match="train_and_evaluate needs checkpoints"):
+        estimator.train_and_evaluate(est, estimator.TrainSpec(CountingInputFn(), max_steps=5),
+                                     estimator.EvalSpec(CountingInputFn()))
 
 
 def test_run_config_defaults_and_checks(caplog):
@@ -72,9 +97,9 @@ def test_run_config_defaults_and_checks(caplog):
 
 
 def test_checkpoint_cadence_and_retention(tmp_path):
-    est = make_estimator(tmp_path, save_checkpoints_steps=10, keep_checkpoint_max=2)
+    est = make_estimator(tmp_path, save_checkpoints_steps=10, keep_checkpoint_max=4)
     est.train(CountingInputFn(), max_steps=45)
-    assert steps_in(tmp_path) == [40, 45]  # every 10 steps, the final step, the last 2 kept
+    assert steps_in(tmp_path) == [20, 30, 40, 45]  # every 10 steps, the final step, the last 4 kept
     assert est.latest_checkpoint().endswith("model.ckpt-45")
     assert os.path.isfile(tmp_path / "checkpoint")
     assert glob.glob(str(tmp_path / "events.out.tfevents.*"))
@@ -194,9 +219,16 @@ def test_every_input_fn_form(tmp_path, caplog):
         dataset = tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(32).repeat()
         return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
 
+    def legacy_unpacked():
+        dataset = tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(32).repeat()
+        features, labels = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+        return features, labels
+
     with caplog.at_level(logging.WARNING):
         est.train(legacy, steps=2)
-    assert steps_in(tmp_path)[-1] == 6
+        est.train(legacy_unpacked, steps=2)
+    assert "return the tf.data.Dataset itself instead" in caplog.text
+    assert steps_in(tmp_path)[-1] == 8
     predictions = list(est.predict(lambda: {"x": tf.constant(X[:4])}))  # features alone
     assert len(predictions) == 4
 
@@ -204,13 +236,22 @@ def test_every_input_fn_form(tmp_path, caplog):
 def test_input_fn_arguments_are_injected_by_signature(tmp_path):
     est = estimator.model_to_estimator(keras_model=make_model(), model_dir=str(tmp_path),
                                        config=estimator.RunConfig(save_checkpoints_steps=10))
-    input_fn = CountingInputFn()
+    input_fn = CountingInputFn(repeat=False)
     est.train(input_fn, steps=1)
     est.evaluate(input_fn, steps=1)
-    list(est.predict(CountingInputFn(repeat=False)))
-    assert [c["mode"] for c in input_fn.calls] == ["train", "eval"]
-    assert isinstance(input_fn.calls[0]["config"], estimator.RunConfig)
-    assert input_fn.calls[0]["params"] == {}
+    list(est.predict(input_fn))
+    assert [c["mode"] for c in input_fn.calls] == ["train", "eval", "infer"]
+    assert all(isinstance(c["config"], estimator.RunConfig) and c["params"] == {} for c in input_fn.calls)
+    assert all(c["input_context"] is None for c in input_fn.calls)  # one machine: no distribution
+
+    seen = {}
+
+    def only_mode(mode):
+        seen["mode"] = mode
+        return tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(32)
+
+    est.evaluate(only_mode, steps=1)
+    assert seen == {"mode": "eval"}
 
 
 def test_hooks_take_keras_callbacks_and_refuse_session_run_hooks(tmp_path):
@@ -223,6 +264,14 @@ def test_hooks_take_keras_callbacks_and_refuse_session_run_hooks(tmp_path):
 
     est.train(CountingInputFn(), steps=3, hooks=[Record()])
     assert seen == [1, 2, 3]
+
+    class StopAtFive(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch >= 5:
+                self.model.stop_training = True
+
+    est.train(CountingInputFn(), steps=20, hooks=[StopAtFive()])
+    assert steps_in(tmp_path)[-1] == 5  # the callback stopped training, and the final step was saved
     with pytest.raises(TypeError, match="StopAtStepHook .* Use train\\(max_steps=...\\)"):
         est.train(CountingInputFn(), steps=1, hooks=[tf.compat.v1.train.StopAtStepHook(last_step=5)])
 
@@ -271,11 +320,13 @@ def test_kill_9_then_train_and_evaluate_resumes(tmp_path):
         time.sleep(0.1)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    assert steps_in(tmp_path)[-1] < 60
+    killed_at = steps_in(tmp_path)[-1]
+    assert 20 <= killed_at < 60
     result = subprocess.run([sys.executable, *prelude, *command[1:]], env=env, cwd=REPO,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert steps_in(tmp_path)[-1] == 60 and "global_step': 60" in result.stdout
+    assert f"first step {killed_at + 1}\n" in result.stdout  # resumed from the last checkpoint, not step 0
 
 
 def test_loss_is_the_mean_of_batch_losses_and_extra_features_are_ignored(tmp_path):

@@ -13,6 +13,7 @@ evaluation happen exactly on the Estimator's schedule:
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 import time
@@ -32,20 +33,29 @@ _INPUT_FN_ARGS = ("params", "mode", "config", "input_context")
 
 
 class _CapturedIterator:
-    """Stands in for a v1 iterator while a legacy input_fn runs: remembers its dataset."""
+    """Stands in for a v1 iterator while a legacy input_fn runs: remembers its dataset.
+
+    `get_next()` gives markers shaped like one element, so `features, labels =
+    iterator.get_next()` unpacks as it did; the markers lead back to the dataset.
+    """
 
     def __init__(self, dataset: tf.data.Dataset) -> None:
         self.dataset = dataset
 
-    def get_next(self) -> "_CapturedIterator":
-        return self
+    def get_next(self) -> Any:
+        return tf.nest.map_structure(lambda _: _Marker(self), self.dataset.element_spec)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Marker:
+    iterator: _CapturedIterator
 
 
 _legacy_warned = False
 
 
 def _call_legacy_aware(input_fn: Callable, kwargs: dict) -> Any:
-    """Calls `input_fn`; a v1 one-shot iterator it makes is replaced by its dataset."""
+    """Calls `input_fn`; iterator tensors it returns are replaced by their dataset."""
     global _legacy_warned
     v1 = tf.compat.v1.data
     saved = v1.make_one_shot_iterator, v1.make_initializable_iterator
@@ -54,14 +64,14 @@ def _call_legacy_aware(input_fn: Callable, kwargs: dict) -> Any:
         result = input_fn(**kwargs)
     finally:
         v1.make_one_shot_iterator, v1.make_initializable_iterator = saved
-    captured = [x for x in tf.nest.flatten(result, expand_composites=False) if isinstance(x, _CapturedIterator)]
-    if isinstance(result, _CapturedIterator) or captured:
-        if not _legacy_warned:
-            logging.warning("input_fn returned iterator tensors (make_one_shot_iterator(...).get_next()); "
-                            "return the tf.data.Dataset itself instead")
-            _legacy_warned = True
-        return (result if isinstance(result, _CapturedIterator) else captured[0]).dataset
-    return result
+    markers = [x for x in tf.nest.flatten(result) if isinstance(x, _Marker)]
+    if not markers:
+        return result
+    if not _legacy_warned:
+        logging.warning("input_fn returned iterator tensors (make_one_shot_iterator(...).get_next()); "
+                        "return the tf.data.Dataset itself instead")
+        _legacy_warned = True
+    return markers[0].iterator.dataset
 
 
 def call_input_fn(input_fn: Callable, mode: str, config: RunConfig, params: dict) -> tf.data.Dataset:
@@ -91,7 +101,10 @@ def _split(element: Any) -> tuple[Any, Any]:
 
 def _with_prefetch(dataset: tf.data.Dataset) -> tf.data.Dataset:
     """Adds a final prefetch to a dataset that has none: the step then never waits on input."""
-    if type(dataset).__name__ in ("PrefetchDataset", "_PrefetchDataset"):
+    last = dataset
+    while type(last).__name__ == "_OptionsDataset":  # with_options adds no stage
+        last = last._input_dataset
+    if type(last).__name__ in ("PrefetchDataset", "_PrefetchDataset"):
         return dataset
     logging.log_first_n(logging.INFO, "input_fn's dataset ends without prefetch: adding prefetch(AUTOTUNE)", 1)
     return dataset.prefetch(tf.data.AUTOTUNE)
@@ -110,10 +123,10 @@ def check_hooks(hooks: Iterable | None) -> list[keras.callbacks.Callback]:
         if isinstance(hook, tf.compat.v1.train.SessionRunHook):
             name = type(hook).__name__
             replacement = {
-                "CheckpointSaverHook": "keras.callbacks.ModelCheckpoint",
+                "CheckpointSaverHook": "RunConfig(save_checkpoints_steps=...) (checkpoints are saved for you)",
                 "StopAtStepHook": "train(max_steps=...)",
                 "LoggingTensorHook": "a keras.callbacks.Callback that logs in on_train_batch_end",
-                "SummarySaverHook": "keras.callbacks.TensorBoard",
+                "SummarySaverHook": "RunConfig(save_summary_steps=...) (summaries are written for you)",
                 "NanTensorHook": "keras.callbacks.TerminateOnNaN",
                 "ProfilerHook": "keras.callbacks.TensorBoard(profile_batch=...)",
             }.get(name, "a keras.callbacks.Callback")
@@ -158,6 +171,7 @@ class Estimator:
             checkpoint_name="model.ckpt",
         )
         self._restored_from: str | None = None
+        self._compiled_evaluation_step = tf.function(self._evaluation_step, reduce_retracing=True)
         if self.latest_checkpoint() is None:
             self._write_warm_start()
 
@@ -218,7 +232,9 @@ class Estimator:
         path = self._manager.save(checkpoint_number=step)
         self._restored_from = path
         logging.info("Saving checkpoints for %d into %s.", step, path)
-        return any(bool(listener.after_save(None, step)) for listener in listeners)
+        # Every listener hears every save, even after one of them asked to stop.
+        stops = [bool(listener.after_save(None, step)) for listener in listeners]
+        return any(stops)
 
     # -- train --------------------------------------------------------------
     def train(self, input_fn: Callable, hooks=None, steps: int | None = None, max_steps: int | None = None,
@@ -231,6 +247,8 @@ class Estimator:
         if max_steps is not None and max_steps <= 0:
             raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
         callbacks = check_hooks(hooks)
+        if self._config.tf_random_seed is not None:
+            keras.utils.set_random_seed(self._config.tf_random_seed)
         start = self._restore()
         if max_steps is not None and start >= max_steps:
             logging.info("Skipping training since max_steps has already saved.")
@@ -246,13 +264,18 @@ class Estimator:
         writer = tf.summary.create_file_writer(self.model_dir)
         for listener in listeners:
             listener.begin()
+        # One train() call is one Keras "epoch": callbacks see begin/end, batches, and may stop it.
+        self._model.stop_training = False
         for callback in callbacks:
             callback.set_model(self._model)
+            callback.set_params({"epochs": 1, "steps": None if last is None else last - start, "verbose": 0})
             callback.on_train_begin()
-        stop = self._save(listeners)  # the step-0 (or restored-step) save, as TF 2.15
+            callback.on_epoch_begin(0)
+        # The step-0 (or restored-step) save, as TF 2.15; none when checkpoints are off.
+        stop = self._save(listeners) if config.saves_checkpoints else False
         saved_step, saved_time = start, time.monotonic()
         log_time, log_step = time.monotonic(), start
-        step = start
+        step, loss = start, float("nan")
         while not stop and (last is None or step < last):
             try:
                 features, labels = _split(next(batches))
@@ -265,6 +288,7 @@ class Estimator:
             step = int(self._global_step.assign_add(1).numpy())
             for callback in callbacks:
                 callback.on_train_batch_end(step, logs)
+            stop = stop or bool(self._model.stop_training)
             loss = float(logs["loss"])
             if not np.isfinite(loss):
                 raise FloatingPointError(f"Model diverged with loss = {loss} at step {step}; the last good "
@@ -282,12 +306,13 @@ class Estimator:
             due = (config.save_checkpoints_steps and step - saved_step >= config.save_checkpoints_steps) or (
                 config.save_checkpoints_secs and time.monotonic() - saved_time >= config.save_checkpoints_secs)
             if due:
-                stop = self._save(listeners)
+                stop = self._save(listeners) or stop
                 saved_step, saved_time = step, time.monotonic()
-        if step != saved_step:
+        if step != saved_step and self._config.saves_checkpoints:
             self._save(listeners)  # the final checkpoint, before the listeners' end
         writer.flush()
         for callback in callbacks:
+            callback.on_epoch_end(0, {"loss": loss} if step != start else {})
             callback.on_train_end()
         for listener in listeners:
             listener.end(None, step)
@@ -326,7 +351,7 @@ class Estimator:
         `compute_loss`, while `compute_metrics` accumulates the compiled metrics.
         """
         self._model.reset_metrics()
-        step = tf.function(self._evaluation_step, reduce_retracing=True)
+        step = self._compiled_evaluation_step
         batch_losses = []
         for element in dataset:
             features, labels = _split(element)
@@ -361,7 +386,7 @@ class Estimator:
         dataset = call_input_fn(input_fn, ModeKeys.PREDICT, self._config, self._params)
         names = self.output_names
         for element in dataset:
-            features = element[0] if isinstance(element, tuple) and len(element) == 2 else element
+            features, _ = _split(element)
             outputs = self._model(self.model_inputs(features), training=False)
             outputs = dict(zip(names, tf.nest.flatten(outputs)))
             if predict_keys:

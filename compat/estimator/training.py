@@ -52,8 +52,8 @@ class _EvaluateAfterSaves(CheckpointSaverListener):
         return False
 
     def end(self, session, global_step_value):
-        if self._evaluated_step != global_step_value and self.saves > 1:
-            self._evaluate(global_step_value)
+        if self._evaluated_step != global_step_value and self.saves > 0:
+            self._evaluate(global_step_value)  # the last checkpoint was not evaluated
 
     def _evaluate(self, step: int) -> None:
         self._last_start = time.monotonic()
@@ -78,8 +78,9 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
     if not isinstance(train_spec, TrainSpec) or not isinstance(eval_spec, EvalSpec):
         raise TypeError("train_spec must be a TrainSpec and eval_spec an EvalSpec")
     config = estimator.config
-    if config.save_checkpoints_steps is None and config.save_checkpoints_secs is None:
-        raise ValueError("train_and_evaluate needs checkpoints: set save_checkpoints_steps or _secs")
+    if not config.saves_checkpoints:
+        raise ValueError("train_and_evaluate needs checkpoints: set save_checkpoints_steps or _secs in "
+                         "the RunConfig (both are None)")
     listener = _EvaluateAfterSaves(estimator, eval_spec, train_spec.max_steps)
     estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
                     saving_listeners=[*train_spec.saving_listeners, listener])

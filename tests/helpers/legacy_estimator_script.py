@@ -57,7 +57,14 @@ def input_fn(mode):
 
 
 class Slow(tf.keras.callbacks.Callback):
+    """Slows training down so a test can kill it; reports the first step it trains."""
+
+    first = None
+
     def on_train_batch_end(self, batch, logs=None):
+        if Slow.first is None:
+            Slow.first = batch
+            print("first step", batch, flush=True)
         if SLOW:
             time.sleep(0.05)
 

@@ -1,0 +1,191 @@
+"""`--mode=tune`: a keras-tuner search over pipeline and model settings.
+
+`AudioHyperModel.build(hp)` makes a registry model and `fit(hp, model, ...)`
+builds the trial's datasets from the shared builder with the trial's pipeline
+settings, the packaged answer to "how do I tune batch size and tf.data
+settings" (keras-team/keras-tuner issues 122, 274, 613, 1042). Trials whose
+pre-cache settings match reuse the persistent cache, so they decode nothing.
+
+Outputs, in `<model_dir>/tuning/`: `best.flags` (a flagfile that
+`train.py --flagfile=best.flags` trains as it is), `trials.md` and `trials.csv`,
+keras-tuner's state in `search/` (a rerun resumes it) and TensorBoard HParams
+logs in `logs/`.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+import os
+import time
+from typing import Any, Callable
+
+import keras
+import keras_tuner
+import tensorflow as tf
+from absl import logging
+
+import models
+from compat import data
+from compat.sources import DataSource
+from compat.training import TrainConfig, compile_model
+
+TUNERS = ("random", "bayesian", "hyperband", "grid")
+
+
+def _space() -> dict[str, Callable[[keras_tuner.HyperParameters], Any]]:
+    """The default search space: flag name -> how a trial picks its value."""
+    return {
+        # pipeline settings that change what the model learns
+        "batch_size": lambda hp: hp.Choice("batch_size", [32, 64, 128]),
+        "shuffle_buffer": lambda hp: hp.Choice("shuffle_buffer", [256, 1024, 4096]),
+        "n_mels": lambda hp: hp.Choice("n_mels", [32, 40, 64]),
+        "frame_length_ms": lambda hp: hp.Choice("frame_length_ms", [20.0, 25.0, 32.0]),
+        "time_shift_ms": lambda hp: hp.Choice("time_shift_ms", [0.0, 50.0, 100.0]),
+        "noise_stddev": lambda hp: hp.Choice("noise_stddev", [0.0, 0.05, 0.1]),
+        # model settings
+        "model": lambda hp: hp.Choice("model", models.names()),
+        "width": lambda hp: hp.Choice("width", [16, 32, 64]),
+        "depth": lambda hp: hp.Int("depth", 1, 4),
+        "dropout": lambda hp: hp.Choice("dropout", [0.0, 0.2, 0.4]),
+        "learning_rate": lambda hp: hp.Float("learning_rate", 3e-4, 1e-2, sampling="log"),
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneConfig:
+    tuner: str = "random"
+    max_trials: int = 10
+    objective: str = "val_accuracy"  # a logged metric; ":min" or ":max" sets the direction
+    max_failed_trials: int = 3
+
+
+def objective(spec: str) -> keras_tuner.Objective:
+    """`name[:min|:max]`; without a direction, names with "loss" are minimised."""
+    name, _, direction = spec.partition(":")
+    return keras_tuner.Objective(name, direction or ("min" if "loss" in name else "max"))
+
+
+class AudioHyperModel(keras_tuner.HyperModel):
+    """Builds and fits one trial; `fixed` names the settings the user set, which are not searched."""
+
+    def __init__(self, source: DataSource, pipeline: data.PipelineConfig, model: models.ModelConfig,
+                 train: TrainConfig, fixed: frozenset[str]):
+        super().__init__()
+        self.source, self.pipeline, self.model, self.train = source, pipeline, model, train
+        self.searched = {name: pick for name, pick in _space().items() if name not in fixed}
+
+    def configs(self, hp: keras_tuner.HyperParameters):
+        """The trial's (pipeline, model, train) configs: base configs with the searched values."""
+        values = {name: pick(hp) for name, pick in self.searched.items()}
+
+        def replaced(config, renames=None):
+            names = {f.name for f in dataclasses.fields(config)}
+            renames = renames or {}
+            return dataclasses.replace(config, **{renames.get(k, k): v for k, v in values.items()
+                                                  if renames.get(k, k) in names})
+
+        pipeline = replaced(self.pipeline)
+        if pipeline.time_shift_ms > pipeline.crop_margin_ms:
+            pipeline = dataclasses.replace(pipeline, crop_margin_ms=pipeline.time_shift_ms)
+        return pipeline, replaced(self.model, {"model": "name"}), replaced(self.train)
+
+    def build(self, hp: keras_tuner.HyperParameters) -> keras.Model:
+        try:
+            pipeline, model_config, train = self.configs(hp)
+        except ValueError as error:  # settings that do not fit together: a failed trial, not a crash
+            raise keras_tuner.errors.FailedTrialError(f"invalid combination: {error}") from error
+        classes = data.class_names(self.source, pipeline)
+        model = models.build_from_config(model_config, data.feature_shape(pipeline), len(classes),
+                                         input_name=pipeline.feature_key)
+        compile_model(model, train.learning_rate, self._steps_per_epoch(pipeline) * train.epochs)
+        return model
+
+    def _steps_per_epoch(self, pipeline: data.PipelineConfig) -> int:
+        return math.ceil(data.split_size(self.source, pipeline, "train") / pipeline.batch_size)
+
+    def fit(self, hp: keras_tuner.HyperParameters, model: keras.Model, *args, **kwargs) -> dict:
+        """Trains on the trial's datasets; returns the best value of each metric and the wall time.
+
+        Hyperband's `epochs` and `initial_epoch` are respected. A NaN loss or a
+        failing combination raises FailedTrialError: recorded, and the search goes on.
+        """
+        pipeline, _, train = self.configs(hp)
+        started = time.perf_counter()
+        try:
+            history = model.fit(
+                data.build_dataset(self.source, pipeline, "train"),
+                steps_per_epoch=self._steps_per_epoch(pipeline),
+                epochs=kwargs.get("epochs", train.epochs),
+                initial_epoch=kwargs.get("initial_epoch", 0),
+                validation_data=data.build_dataset(self.source, pipeline, "eval"),
+                callbacks=[*kwargs.get("callbacks", []), keras.callbacks.TerminateOnNaN()],
+                verbose=kwargs.get("verbose", 2),
+            )
+        except (ValueError, tf.errors.OpError) as error:  # a combination the data or model rejects
+            raise keras_tuner.errors.FailedTrialError(f"trial failed: {error}") from error
+        losses = history.history.get("loss", [])
+        if not losses or not all(math.isfinite(x) for x in losses):
+            raise keras_tuner.errors.FailedTrialError("the loss became NaN or infinite")
+        metrics = {name: (min if "loss" in name else max)(values) for name, values in history.history.items()}
+        return {**metrics, "wall_seconds": time.perf_counter() - started}
+
+
+def make_tuner(hypermodel: AudioHyperModel, config: TuneConfig, seed: int, directory: str):
+    common = dict(objective=objective(config.objective), directory=directory, project_name="search",
+                  overwrite=False, seed=seed, max_consecutive_failed_trials=config.max_failed_trials,
+                  max_retries_per_trial=0)
+    if config.tuner == "random":
+        return keras_tuner.RandomSearch(hypermodel, max_trials=config.max_trials, **common)
+    if config.tuner == "bayesian":
+        return keras_tuner.BayesianOptimization(hypermodel, max_trials=config.max_trials, **common)
+    if config.tuner == "hyperband":
+        return keras_tuner.Hyperband(hypermodel, max_epochs=hypermodel.train.epochs, **common)
+    if os.path.exists(os.path.join(directory, "search", "oracle.json")):
+        raise ValueError(
+            f"--tuner=grid cannot resume the search in {directory}: keras-tuner's GridSearch fails on "
+            "resume (keras-team/keras-tuner#1055). Use a new --model_dir, or --tuner=random|bayesian|hyperband"
+        )
+    return keras_tuner.GridSearch(hypermodel, max_trials=config.max_trials, **common)
+
+
+def trial_rows(tuner) -> list[dict]:
+    rows = []
+    for trial in sorted(tuner.oracle.trials.values(), key=lambda t: t.trial_id):
+        wall = trial.metrics.get_best_value("wall_seconds") if trial.metrics.exists("wall_seconds") else None
+        rows.append({"trial": trial.trial_id, "status": trial.status, "objective": trial.score,
+                     "wall_seconds": None if wall is None else round(wall, 1), **trial.hyperparameters.values})
+    return rows
+
+
+def write_tables(rows: list[dict], folder: str) -> None:
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    with open(os.path.join(folder, "trials.csv"), "w", newline="") as stream:
+        writer = csv.DictWriter(stream, columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in columns) + " |"
+              for row in rows]
+    with open(os.path.join(folder, "trials.md"), "w") as stream:
+        stream.write("\n".join(lines) + "\n")
+
+
+def search(source: DataSource, pipeline: data.PipelineConfig, model: models.ModelConfig, train: TrainConfig,
+           config: TuneConfig, fixed: frozenset[str], model_dir: str) -> dict:
+    """Runs (or resumes) the search; returns the best trial's hyperparameter values and score."""
+    folder = os.path.join(model_dir, "tuning")
+    os.makedirs(folder, exist_ok=True)
+    hypermodel = AudioHyperModel(source, pipeline, model, train, fixed)
+    tuner = make_tuner(hypermodel, config, train.seed, folder)
+    tuner.search(callbacks=[keras.callbacks.TensorBoard(os.path.join(folder, "logs"))])
+    rows = trial_rows(tuner)
+    write_tables(rows, folder)
+    completed = [row for row in rows if row["status"] == "COMPLETED"]
+    if not completed:
+        raise RuntimeError(f"no trial completed; see {folder}/trials.md")
+    best = tuner.oracle.get_best_trials(1)[0]
+    logging.info("Best trial %s: %s = %s", best.trial_id, config.objective, best.score)
+    return {"values": dict(best.hyperparameters.values), "score": best.score, "trials": len(rows),
+            "completed": len(completed)}
