@@ -353,3 +353,14 @@ def test_receiver_helpers_of_legacy_exporters_are_accepted(tmp_path):
     receiver = estimator.export.build_raw_serving_input_receiver_fn({"x": tf.zeros([1, 8])})
     path = est.export_saved_model(str(tmp_path / "exports"), receiver)
     assert tf.saved_model.load(path.decode()).serve({"x": X[:2]}).shape == (2, 2)
+
+
+def test_a_model_compiled_with_a_lambda_loss_converts(tmp_path):
+    model = make_model()
+    model.compile("adam", lambda y, p: keras.losses.sparse_categorical_crossentropy(y, p, from_logits=True),
+                  metrics=["accuracy"])
+    est = estimator.model_to_estimator(keras_model=model, model_dir=str(tmp_path))
+    est.train(CountingInputFn(), steps=2)
+    assert set(est.evaluate(CountingInputFn(repeat=False))) == {"accuracy", "loss", "global_step"}
+    with pytest.raises(NotImplementedError, match="checkpoint_format='saver'"):
+        estimator.model_to_estimator(keras_model=make_model(), checkpoint_format="saver")

@@ -426,6 +426,22 @@ class Estimator:
     export_savedmodel = export_saved_model
 
 
+def _compile_like(copy: keras.Model, original: keras.Model) -> None:
+    """Compiles `copy` as `original` was, with an optimizer of its own.
+
+    The serialized compile config covers registered losses and metrics; a lambda
+    or unregistered function cannot be deserialized, so then the original
+    objects are reused, as TF 2.15 did.
+    """
+    try:
+        copy.compile_from_config(original.get_compile_config())
+    except (TypeError, ValueError):
+        arguments = dict(original._compile_config.config)  # Keras keeps the compile() arguments here
+        optimizer = original.optimizer
+        arguments["optimizer"] = type(optimizer).from_config(optimizer.get_config())
+        copy.compile(**arguments)
+
+
 def model_to_estimator(keras_model: keras.Model | None = None, keras_model_path: str | None = None,
                        custom_objects: dict | None = None, model_dir: str | None = None,
                        config: RunConfig | None = None, checkpoint_format: str = "checkpoint",
@@ -442,13 +458,16 @@ def model_to_estimator(keras_model: keras.Model | None = None, keras_model_path:
     if getattr(keras_model, "optimizer", None) is None or not keras_model.compiled:
         raise ValueError("The given keras model has not been compiled yet. Please compile the model with "
                          "`model.compile()` before calling `model_to_estimator()`.")
-    if checkpoint_format not in ("checkpoint", "saver"):
+    if checkpoint_format == "saver":
+        raise NotImplementedError("checkpoint_format='saver' (name-based, graph-mode checkpoints) is not "
+                                  "supported: use the default 'checkpoint' (object-based) format")
+    if checkpoint_format != "checkpoint":
         raise ValueError(f"checkpoint_format must be 'checkpoint' or 'saver', got {checkpoint_format!r}")
     if export_outputs:
         raise NotImplementedError("export_outputs is not supported: the model's outputs are exported")
     copy = keras.models.clone_model(keras_model)
     copy.set_weights(keras_model.get_weights())  # all weights: batch-norm statistics included
-    copy.compile_from_config(keras_model.get_compile_config())
+    _compile_like(copy, keras_model)
     copy.optimizer.build(copy.trainable_variables)
     estimator = Estimator(model_dir=model_dir, config=config, _keras_model=copy)
     estimator._metric_names_map = dict(metric_names_map or {})
