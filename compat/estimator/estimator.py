@@ -465,7 +465,10 @@ def model_to_estimator(keras_model: keras.Model | None = None, keras_model_path:
         raise ValueError(f"checkpoint_format must be 'checkpoint' or 'saver', got {checkpoint_format!r}")
     if export_outputs:
         raise NotImplementedError("export_outputs is not supported: the model's outputs are exported")
-    copy = keras.models.clone_model(keras_model)
+    # The architecture alone: clone_model would also rebuild the compile config, which fails
+    # for a lambda loss; compilation is copied below.
+    with keras.saving.custom_object_scope(custom_objects or {}):
+        copy = type(keras_model).from_config(keras_model.get_config())
     copy.set_weights(keras_model.get_weights())  # all weights: batch-norm statistics included
     _compile_like(copy, keras_model)
     copy.optimizer.build(copy.trainable_variables)
