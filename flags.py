@@ -17,6 +17,7 @@ from compat.data import AUTOTUNE, CACHE_MODES, PipelineConfig
 from compat.audio import FEATURES
 from compat.sources import DataSource
 from compat.training import TrainConfig
+from compat.tuning import TuneConfig
 
 FLAGS = flags.FLAGS
 _PIPELINE = PipelineConfig()
@@ -89,6 +90,14 @@ flags.DEFINE_integer("keep_checkpoints", _TRAIN.keep_checkpoints, "Checkpoints k
                      lower_bound=1)
 flags.DEFINE_integer("seed", _PIPELINE.seed, "Seed for data order, augmentation and weights.")
 
+# -- tuning (--mode=tune) ---------------------------------------------------
+flags.DEFINE_enum("tuner", "random", ["random", "bayesian", "hyperband", "grid"], "keras-tuner algorithm.")
+flags.DEFINE_integer("max_trials", 10, "Trials to run (random, bayesian, grid).", lower_bound=1)
+flags.DEFINE_string("objective", "val_accuracy",
+                    "Metric to optimise, any logged one; append :min or :max to set the direction "
+                    "(default: min for losses, max otherwise).")
+flags.DEFINE_integer("max_failed_trials", 3, "Stop after this many failed trials in a row.", lower_bound=1)
+
 # -- output -----------------------------------------------------------------
 flags.DEFINE_string("model_dir", "runs/default",
                     "Checkpoints, TensorBoard logs, metrics.json, flags and exports. Rerunning a "
@@ -112,14 +121,19 @@ def _shift_within_margin(values: dict) -> bool:
     return values["time_shift_ms"] <= values["crop_margin_ms"]
 
 
+_TUNING_FLAGS = ("tuner", "max_trials", "objective", "max_failed_trials")
+
+
 @dataclasses.dataclass(frozen=True)
 class Configs:
     source: DataSource
     pipeline: PipelineConfig
     model: models.ModelConfig
     train: TrainConfig
+    tune: TuneConfig
     model_dir: str
     mode: str
+    explicit: frozenset  # flags given on the command line or in a flagfile: fixed in a search
 
 
 def data_source() -> DataSource:
@@ -142,18 +156,39 @@ def configs_from_flags() -> Configs:
         pipeline=_config_from_flags(PipelineConfig),
         model=model,
         train=_config_from_flags(TrainConfig),
+        tune=_config_from_flags(TuneConfig),
         model_dir=os.path.abspath(FLAGS.model_dir),
         mode=FLAGS.mode,
+        explicit=frozenset(name for name in FLAGS if FLAGS[name].present),
     )
 
 
-def save_flagfile(path: str) -> None:
-    """Writes every flag of this module with its value: `--flagfile=path` repeats the run."""
+def save_flagfile(path: str, overrides: dict | None = None, drop: tuple[str, ...] = ()) -> None:
+    """Writes every flag of this module with its value: `--flagfile=path` repeats the run.
+
+    `overrides` replaces values (a tuning result); flags in `drop` are left out.
+    """
     import sys
 
-    module = sys.modules[__name__]
-    lines = [flag.serialize() for flag in FLAGS.get_key_flags_for_module(module)]
+    overrides = overrides or {}
+    lines = []
+    for flag in FLAGS.get_key_flags_for_module(sys.modules[__name__]):
+        if flag.name in drop:
+            continue
+        if flag.name in overrides:
+            value = overrides[flag.name]
+            line = (f"--{'' if value else 'no'}{flag.name}" if isinstance(value, bool)
+                    else f"--{flag.name}={value}")
+        else:
+            line = flag.serialize()
+        if line:
+            lines.append(line)
     temp = f"{path}.tmp-{os.getpid()}"
     with open(temp, "w") as stream:
-        stream.write("\n".join(line for line in lines if line) + "\n")
+        stream.write("\n".join(lines) + "\n")
     os.replace(temp, path)
+
+
+def save_best_flagfile(path: str, best_values: dict, run_dir: str) -> None:
+    """A flagfile that trains a search's best trial: `train.py --flagfile=<path> --mode=keras`."""
+    save_flagfile(path, {**best_values, "model_dir": run_dir}, drop=("mode", *_TUNING_FLAGS))

@@ -16,11 +16,20 @@ from absl import flags as absl_flags  # noqa: E402
 
 import flags  # noqa: E402  (defines the flags)
 from compat import training  # noqa: E402
+from compat.fetch import FetchError  # noqa: E402
+from compat.sources import DataSourceError  # noqa: E402
 
 absl_flags.adopt_module_key_flags(flags)  # --help lists them
 
 
 def main(argv: list[str]) -> None:
+    try:
+        run(argv)
+    except (DataSourceError, FetchError) as error:  # the message says what to do: no traceback
+        raise app.UsageError(str(error)) from error
+
+
+def run(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     try:
@@ -35,6 +44,16 @@ def main(argv: list[str]) -> None:
         metrics = training.train_and_evaluate(
             configs.source, configs.pipeline, configs.model, configs.train, configs.model_dir
         )
+    elif configs.mode == "tune":
+        from compat import tuning
+
+        best = tuning.search(configs.source, configs.pipeline, configs.model, configs.train, configs.tune,
+                             configs.explicit, configs.model_dir)
+        best_flags = os.path.join(configs.model_dir, "tuning", "best.flags")
+        flags.save_best_flagfile(best_flags, best["values"], os.path.join(configs.model_dir, "best"))
+        print(f"best {configs.tune.objective} {best['score']:.4f} over {best['completed']} completed of "
+              f"{best['trials']} trials; train it with: python train.py --flagfile={best_flags} --mode=keras")
+        return
     elif configs.mode == "estimator":
         metrics = training.estimator_train_and_evaluate(
             configs.source, configs.pipeline, configs.model, configs.train, configs.model_dir

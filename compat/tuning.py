@@ -94,8 +94,11 @@ class AudioHyperModel(keras_tuner.HyperModel):
     def build(self, hp: keras_tuner.HyperParameters) -> keras.Model:
         try:
             pipeline, model_config, train = self.configs(hp)
-        except ValueError as error:  # settings that do not fit together: a failed trial, not a crash
-            raise keras_tuner.errors.FailedTrialError(f"invalid combination: {error}") from error
+        except ValueError:
+            # Settings that do not fit together. keras-tuner also builds once with the first
+            # value of each choice to learn the space, so build the base model here and let
+            # fit() fail the trial.
+            pipeline, model_config, train = self.pipeline, self.model, self.train
         classes = data.class_names(self.source, pipeline)
         model = models.build_from_config(model_config, data.feature_shape(pipeline), len(classes),
                                          input_name=pipeline.feature_key)
@@ -111,7 +114,10 @@ class AudioHyperModel(keras_tuner.HyperModel):
         Hyperband's `epochs` and `initial_epoch` are respected. A NaN loss or a
         failing combination raises FailedTrialError: recorded, and the search goes on.
         """
-        pipeline, _, train = self.configs(hp)
+        try:
+            pipeline, _, train = self.configs(hp)
+        except ValueError as error:  # settings that do not fit together: a failed trial, not a crash
+            raise keras_tuner.errors.FailedTrialError(f"invalid combination: {error}") from error
         started = time.perf_counter()
         try:
             history = model.fit(

@@ -1,0 +1,89 @@
+"""train.py --mode=tune through the real CLI, on tiny data with few steps."""
+
+import csv
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, write_class_folders
+
+# Everything in the search space but frame_length_ms, fixed on the command line.
+FIXED = ["--batch_size=8", "--shuffle_buffer=64", "--n_mels=20", "--time_shift_ms=50", "--noise_stddev=0.05",
+         "--model=cnn", "--width=4", "--depth=1", "--dropout=0.1", "--learning_rate=0.003"]
+
+
+def _train(*flags, timeout=600):
+    return subprocess.run([sys.executable, os.path.join(REPO, "train.py"), *flags],
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory):
+    return write_class_folders(tmp_path_factory.mktemp("tiny") / "data", per_class=8)
+
+
+def _common(tiny_data, tmp_path):
+    return ["--mode=tune", "--dataset=folder", f"--data_dir={tiny_data}", f"--cache_dir={tmp_path / 'cache'}",
+            "--clip_seconds=0.5", "--epochs=1"]
+
+
+def _rows(model_dir):
+    with open(model_dir / "tuning" / "trials.csv") as stream:
+        return list(csv.DictReader(stream))
+
+
+def test_a_search_writes_best_flags_tables_and_hparams_and_the_best_trains(tiny_data, tmp_path):
+    model_dir = tmp_path / "run"
+    result = _train(*_common(tiny_data, tmp_path), "--batch_size=8", "--model=cnn", "--width=4", "--depth=1",
+                    "--max_trials=3", f"--model_dir={model_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = _rows(model_dir)
+    assert len(rows) == 3 and all(row["status"] == "COMPLETED" for row in rows)
+    assert "batch_size" not in rows[0] and "model" not in rows[0]  # set on the command line: not searched
+    assert {"n_mels", "learning_rate", "objective", "wall_seconds"} <= set(rows[0])
+    assert (model_dir / "tuning" / "trials.md").read_text().startswith("| ")
+    assert glob.glob(str(model_dir / "tuning" / "logs" / "**" / "events.out.tfevents.*"), recursive=True)
+    best = (model_dir / "tuning" / "best.flags").read_text().splitlines()
+    names = [line.split("=")[0] for line in best]
+    assert "--batch_size=8" in best and "--mode" not in names and "--tuner" not in names
+    trained = _train(f"--flagfile={model_dir / 'tuning' / 'best.flags'}", "--mode=keras", "--noexport")
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    assert (model_dir / "best" / "metrics.json").is_file()
+
+
+def test_a_failing_trial_is_recorded_and_the_search_finishes(tiny_data, tmp_path):
+    # A 22 ms hop: the grid's 20 ms frame is shorter than its hop (invalid), 25 and 32 ms are fine.
+    model_dir = tmp_path / "run"
+    command = [*_common(tiny_data, tmp_path), *FIXED, "--frame_step_ms=22", "--tuner=grid", "--max_trials=3",
+               f"--model_dir={model_dir}"]
+    result = _train(*command)
+    assert result.returncode == 0, result.stderr[-3000:]
+    statuses = sorted((row["frame_length_ms"], row["status"]) for row in _rows(model_dir))
+    assert statuses == [("20.0", "FAILED"), ("25.0", "COMPLETED"), ("32.0", "COMPLETED")]
+    again = _train(*command)
+    assert again.returncode != 0 and "GridSearch fails on resume" in again.stderr
+
+
+def test_an_interrupted_search_resumes_without_rerunning_finished_trials(tiny_data, tmp_path):
+    model_dir = tmp_path / "run"
+    command = [sys.executable, os.path.join(REPO, "train.py"), *_common(tiny_data, tmp_path), *FIXED[:-1],
+               "--max_trials=3", f"--model_dir={model_dir}"]
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = model_dir / "tuning" / "search" / "trial_0" / "trial.json"
+    deadline = time.time() + 300
+    while not (first.exists() and '"COMPLETED"' in first.read_text()) and time.time() < deadline:
+        assert process.poll() is None, "the search ended before it could be killed"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    finished = first.read_text()
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert first.read_text() == finished  # trial 0 was not run again
+    rows = _rows(model_dir)
+    assert len(rows) == 3 and all(row["status"] == "COMPLETED" for row in rows)
