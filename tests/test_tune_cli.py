@@ -40,12 +40,17 @@ def _rows(model_dir):
 def test_a_search_writes_best_flags_tables_and_hparams_and_the_best_trains(tiny_data, tmp_path):
     model_dir = tmp_path / "run"
     result = _train(*_common(tiny_data, tmp_path), "--batch_size=8", "--model=cnn", "--width=4", "--depth=1",
-                    "--max_trials=3", f"--model_dir={model_dir}")
+                    "--n_mels=20", "--frame_length_ms=25", "--max_trials=3", f"--model_dir={model_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
+    # Same pre-cache settings in every trial: one train and one eval entry serve all three.
+    from compat import cache
+
+    assert sorted(e.description["split"] for e in cache.list_entries(str(tmp_path / "cache"))) == ["eval", "train"]
     rows = _rows(model_dir)
     assert len(rows) == 3 and all(row["status"] == "COMPLETED" for row in rows)
     assert "batch_size" not in rows[0] and "model" not in rows[0]  # set on the command line: not searched
-    assert {"n_mels", "learning_rate", "objective", "wall_seconds"} <= set(rows[0])
+    assert {"noise_stddev", "learning_rate", "objective", "wall_seconds", "data_seconds"} <= set(rows[0])
+    assert "n_mels" not in rows[0]
     assert (model_dir / "tuning" / "trials.md").read_text().startswith("| ")
     assert glob.glob(str(model_dir / "tuning" / "logs" / "**" / "events.out.tfevents.*"), recursive=True)
     best = (model_dir / "tuning" / "best.flags").read_text().splitlines()
