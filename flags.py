@@ -97,6 +97,9 @@ flags.DEFINE_string("objective", "val_accuracy",
                     "Metric to optimise, any logged one; append :min or :max to set the direction "
                     "(default: min for losses, max otherwise).")
 flags.DEFINE_integer("max_failed_trials", 3, "Stop after this many failed trials in a row.", lower_bound=1)
+flags.DEFINE_enum("tune_target", "model", ["model", "pipeline"],
+                  "model: search what the model learns from (full training trials); pipeline: measure "
+                  "the builder's examples/s for speed-only settings and pick the fastest.")
 
 # -- output -----------------------------------------------------------------
 flags.DEFINE_string("model_dir", "runs/default",
@@ -121,7 +124,7 @@ def _shift_within_margin(values: dict) -> bool:
     return values["time_shift_ms"] <= values["crop_margin_ms"]
 
 
-_TUNING_FLAGS = ("tuner", "max_trials", "objective", "max_failed_trials")
+_TUNING_FLAGS = ("tuner", "max_trials", "objective", "max_failed_trials", "tune_target")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,6 +134,7 @@ class Configs:
     model: models.ModelConfig
     train: TrainConfig
     tune: TuneConfig
+    tune_target: str
     model_dir: str
     mode: str
     explicit: frozenset  # flags given on the command line or in a flagfile: fixed in a search
@@ -157,6 +161,7 @@ def configs_from_flags() -> Configs:
         model=model,
         train=_config_from_flags(TrainConfig),
         tune=_config_from_flags(TuneConfig),
+        tune_target=FLAGS.tune_target,
         model_dir=os.path.abspath(FLAGS.model_dir),
         mode=FLAGS.mode,
         explicit=frozenset(name for name in FLAGS if FLAGS[name].present),

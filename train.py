@@ -47,12 +47,22 @@ def run(argv: list[str]) -> None:
     elif configs.mode == "tune":
         from compat import tuning
 
-        best = tuning.search(configs.source, configs.pipeline, configs.model, configs.train, configs.tune,
-                             configs.explicit, configs.model_dir)
         best_flags = os.path.join(configs.model_dir, "tuning", "best.flags")
+        if configs.tune_target == "pipeline":
+            best = tuning.tune_pipeline(configs.source, configs.pipeline, configs.explicit, configs.model_dir)
+            summary = (f"fastest pipeline {best['values']}: {best['examples_per_second']:,.0f} examples/s "
+                       f"against {best['autotune_examples_per_second']:,.0f} with AUTOTUNE defaults "
+                       f"(report: {configs.model_dir}/tuning/pipeline.md)")
+        else:
+            best = tuning.search(configs.source, configs.pipeline, configs.model, configs.train, configs.tune,
+                                 configs.explicit, configs.model_dir)
+            if "worker" in best:
+                print(f"tuning worker {best['worker']} finished; the chief writes the results")
+                return
+            summary = (f"best {configs.tune.objective} {best['score']:.4f} over {best['completed']} completed "
+                       f"of {best['trials']} trials")
         flags.save_best_flagfile(best_flags, best["values"], os.path.join(configs.model_dir, "best"))
-        print(f"best {configs.tune.objective} {best['score']:.4f} over {best['completed']} completed of "
-              f"{best['trials']} trials; train it with: python train.py --flagfile={best_flags} --mode=keras")
+        print(f"{summary}; train it with: python train.py --flagfile={best_flags} --mode=keras")
         return
     elif configs.mode == "estimator":
         metrics = training.estimator_train_and_evaluate(

@@ -176,6 +176,16 @@ def make_tuner(hypermodel: AudioHyperModel, config: TuneConfig, seed: int, direc
     return keras_tuner.GridSearch(hypermodel, max_trials=config.max_trials, **common)
 
 
+def is_tuning_worker() -> bool:
+    """True in a worker of keras-tuner's distributed search (KERASTUNER_TUNER_ID=tuner0, ...).
+
+    Every process runs the same command; keras-tuner reads KERASTUNER_TUNER_ID,
+    KERASTUNER_ORACLE_IP and KERASTUNER_ORACLE_PORT. The chief serves the oracle
+    and writes the results; workers run trials.
+    """
+    return os.environ.get("KERASTUNER_TUNER_ID", "chief") != "chief"
+
+
 def trial_rows(tuner) -> list[dict]:
     rows = []
     for trial in sorted(tuner.oracle.trials.values(), key=lambda t: t.trial_id):
@@ -207,6 +217,8 @@ def search(source: DataSource, pipeline: data.PipelineConfig, model: models.Mode
     hypermodel = AudioHyperModel(source, pipeline, model, train, fixed)
     tuner = make_tuner(hypermodel, config, train.seed, folder)
     tuner.search(callbacks=[keras.callbacks.TensorBoard(os.path.join(folder, "logs"))])
+    if is_tuning_worker():
+        return {"worker": os.environ["KERASTUNER_TUNER_ID"]}  # the chief holds the results
     rows = trial_rows(tuner)
     write_tables(rows, folder)
     completed = [row for row in rows if row["status"] == "COMPLETED"]
@@ -216,3 +228,60 @@ def search(source: DataSource, pipeline: data.PipelineConfig, model: models.Mode
     logging.info("Best trial %s: %s = %s", best.trial_id, config.objective, best.score)
     return {"values": dict(best.hyperparameters.values), "score": best.score, "trials": len(rows),
             "completed": len(completed)}
+
+
+# -- --tune_target=pipeline ---------------------------------------------------
+
+_SPEED_SETTINGS = {  # settings that change only speed, never what the model learns
+    "num_parallel_calls": [data.AUTOTUNE, 1, 2, 4, 8],
+    "prefetch": [data.AUTOTUNE, 1, 2, 8],
+    "private_threadpool_size": [0, 2, 4],
+    "cache": ["disk", "memory"],
+}
+
+
+def measure_pipeline(source: DataSource, pipeline: data.PipelineConfig) -> float:
+    """Training examples/s of the builder: one epoch after a first one (which fills caches)."""
+    examples = data.split_size(source, pipeline, "train")
+    batches = iter(data.build_dataset(source, pipeline, "train"))
+    epoch = math.ceil(examples / pipeline.batch_size)
+    for _ in range(epoch):
+        next(batches)
+    started, seen = time.perf_counter(), 0
+    for _ in range(epoch):
+        seen += int(next(batches)[1].shape[0])
+    return seen / (time.perf_counter() - started)
+
+
+def tune_pipeline(source: DataSource, pipeline: data.PipelineConfig, fixed: frozenset[str], model_dir: str
+                  ) -> dict:
+    """Picks the fastest speed-only settings, one at a time from the current best, on the user's data.
+
+    Writes `<model_dir>/tuning/pipeline.md` (every candidate's examples/s and the
+    best against all-AUTOTUNE defaults); returns the chosen values.
+    """
+    folder = os.path.join(model_dir, "tuning")
+    os.makedirs(folder, exist_ok=True)
+    best = dataclasses.replace(pipeline, **{name: getattr(data.PipelineConfig(), name)
+                                            for name in _SPEED_SETTINGS if name not in fixed})
+    baseline = best_rate = measure_pipeline(source, best)
+    rows = [("defaults (AUTOTUNE)", "", baseline)]
+    for name, values in _SPEED_SETTINGS.items():
+        if name in fixed:
+            continue
+        for value in values:
+            if value == getattr(best, name):
+                continue
+            candidate = dataclasses.replace(best, **{name: value})
+            rate = measure_pipeline(source, candidate)
+            rows.append((name, "AUTOTUNE" if value == data.AUTOTUNE else value, rate))
+            if rate > best_rate:
+                best, best_rate = candidate, rate
+    chosen = {name: getattr(best, name) for name in _SPEED_SETTINGS if name not in fixed}
+    lines = ["| setting | value | examples/s |", "|---|---|---:|"]
+    lines += [f"| {name} | {value} | {rate:,.0f} |" for name, value, rate in rows]
+    lines += ["", f"Chosen: {chosen}: {best_rate:,.0f} examples/s, {best_rate / baseline:.2f}x the "
+                  f"AUTOTUNE defaults' {baseline:,.0f}."]
+    with open(os.path.join(folder, "pipeline.md"), "w") as stream:
+        stream.write("\n".join(lines) + "\n")
+    return {"values": chosen, "examples_per_second": best_rate, "autotune_examples_per_second": baseline}

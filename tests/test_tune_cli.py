@@ -92,3 +92,39 @@ def test_an_interrupted_search_resumes_without_rerunning_finished_trials(tiny_da
     assert first.read_text() == finished  # trial 0 was not run again
     rows = _rows(model_dir)
     assert len(rows) == 3 and all(row["status"] == "COMPLETED" for row in rows)
+
+
+def test_the_pipeline_target_measures_candidates_and_picks_the_fastest(tiny_data, tmp_path):
+    model_dir = tmp_path / "run"
+    result = _train(*_common(tiny_data, tmp_path), "--tune_target=pipeline", "--prefetch=2",
+                    f"--model_dir={model_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "examples/s against" in result.stdout and "with AUTOTUNE defaults" in result.stdout
+    report = (model_dir / "tuning" / "pipeline.md").read_text()
+    assert "| defaults (AUTOTUNE) |" in report and "| num_parallel_calls | 4 |" in report
+    assert "| prefetch |" not in report  # set on the command line: not varied
+    best = (model_dir / "tuning" / "best.flags").read_text().splitlines()
+    assert "--prefetch=2" in best and any(line.startswith("--num_parallel_calls=") for line in best)
+
+
+def test_a_chief_and_a_worker_finish_a_distributed_search(tiny_data, tmp_path):
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    model_dir = tmp_path / "run"
+    command = [sys.executable, os.path.join(REPO, "train.py"), *_common(tiny_data, tmp_path), *FIXED[:-1],
+               "--max_trials=2", f"--model_dir={model_dir}"]
+    processes = {}
+    for role in ("chief", "tuner0"):
+        env = {**os.environ, "KERASTUNER_TUNER_ID": role, "KERASTUNER_ORACLE_IP": "127.0.0.1",
+               "KERASTUNER_ORACLE_PORT": str(port)}
+        processes[role] = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, text=True)
+        time.sleep(3 if role == "chief" else 0)  # the chief serves the oracle first
+    outputs = {role: process.communicate(timeout=600) for role, process in processes.items()}
+    for role, process in processes.items():
+        assert process.returncode == 0, f"{role}: {outputs[role][1][-3000:]}"
+    assert "tuning worker tuner0 finished" in outputs["tuner0"][0]
+    assert len(_rows(model_dir)) == 2 and (model_dir / "tuning" / "best.flags").is_file()
