@@ -183,6 +183,18 @@ def _test_metrics(test: dict, steps: int, start_step: int, started: float, train
     }
 
 
+def _compiled_model(source: DataSource, pipeline: data.PipelineConfig, model_config: models.ModelConfig,
+                    config: TrainConfig) -> tuple[keras.Model, StepPlan, tuple[str, ...]]:
+    """The seeded, compiled registry model and the step plan that both modes train with."""
+    keras.utils.set_random_seed(config.seed)
+    class_names = data.class_names(source, pipeline)
+    plan = plan_steps(config, data.split_size(source, pipeline, "train"), pipeline.batch_size)
+    model = models.build_from_config(model_config, data.feature_shape(pipeline), len(class_names),
+                                     input_name=pipeline.feature_key)
+    compile_model(model, config.learning_rate, plan.max_steps)
+    return model, plan, class_names
+
+
 def estimator_train_and_evaluate(
     source: DataSource,
     pipeline: data.PipelineConfig,
@@ -199,12 +211,7 @@ def estimator_train_and_evaluate(
     from compat import estimator
 
     started = time.perf_counter()
-    keras.utils.set_random_seed(config.seed)
-    class_names = data.class_names(source, pipeline)
-    plan = plan_steps(config, data.split_size(source, pipeline, "train"), pipeline.batch_size)
-    model = models.build_from_config(model_config, data.feature_shape(pipeline), len(class_names),
-                                     input_name=pipeline.feature_key)
-    compile_model(model, config.learning_rate, plan.max_steps)
+    model, plan, class_names = _compiled_model(source, pipeline, model_config, config)
     run_config = estimator.RunConfig(save_checkpoints_steps=plan.period, keep_checkpoint_max=config.keep_checkpoints,
                                      tf_random_seed=config.seed, log_step_count_steps=plan.period)
     est = estimator.model_to_estimator(keras_model=model, model_dir=model_dir, config=run_config)
@@ -235,13 +242,7 @@ def train_and_evaluate(
     """Trains (or resumes) in `model_dir`, evaluates the test split, exports; returns the metrics."""
     started = time.perf_counter()
     os.makedirs(model_dir, exist_ok=True)
-    keras.utils.set_random_seed(config.seed)
-    class_names = data.class_names(source, pipeline)
-    plan = plan_steps(config, data.split_size(source, pipeline, "train"), pipeline.batch_size)
-
-    model = models.build_from_config(model_config, data.feature_shape(pipeline), len(class_names),
-                                     input_name=pipeline.feature_key)
-    compile_model(model, config.learning_rate, plan.max_steps)
+    model, plan, class_names = _compiled_model(source, pipeline, model_config, config)
     model.optimizer.build(model.trainable_variables)
     checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
     manager = tf.train.CheckpointManager(checkpoint, os.path.join(model_dir, "checkpoints"),

@@ -55,3 +55,17 @@ def run_helper(name: str, *args: str, **kwargs):
 
     return subprocess.run([sys.executable, os.path.join(HELPERS, name), *args],
                           capture_output=True, text=True, **kwargs)
+
+
+def run_train(*flags: str, timeout: int = 600):
+    """`python train.py FLAGS...` in a subprocess, from the repository root."""
+    import subprocess
+
+    return subprocess.run([sys.executable, os.path.join(REPO, "train.py"), *flags],
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory):
+    """Three classes of eight short tones: enough for a few training steps."""
+    return write_class_folders(tmp_path_factory.mktemp("tiny") / "data", per_class=8)

@@ -5,10 +5,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
-import pytest
 import soundfile
 
 from compat import cache, data

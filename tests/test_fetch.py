@@ -3,7 +3,6 @@
 import functools
 import http.server
 import os
-import shutil
 import threading
 import zipfile
 

@@ -1,6 +1,5 @@
 """Every registered model builds from the registry and trains a step on builder-shaped input."""
 
-import keras
 import numpy as np
 import pytest
 

@@ -40,7 +40,7 @@ def test_manifest_with_and_without_split_column(tmp_path):
         for n, file in enumerate(sorted(os.listdir(os.path.join(root, name)))):
             split = {0: "test", 1: "eval"}.get(n, "train")
             rows.append(f"data/{name}/{file},{name},{split}")
-    rows.append(f"data/high/high_3.wav,high,")  # no split: hashed
+    rows.append("data/high/high_3.wav,high,")  # no split: hashed
     manifest.write_text("\n".join(rows) + "\n")
     source = DataSource.parse(str(manifest))
     assert source.kind == "manifest"

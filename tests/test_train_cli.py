@@ -9,26 +9,18 @@ import sys
 import time
 
 import numpy as np
-import pytest
 
-from conftest import REPO, write_class_folders
+from conftest import REPO, run_train
 
 TINY = ["--clip_seconds=0.5", "--batch_size=8", "--model=cnn", "--width=4", "--depth=1",
         "--crop_margin_ms=50", "--time_shift_ms=50"]
 
 
-def _train(*flags, timeout=300):
-    return subprocess.run([sys.executable, os.path.join(REPO, "train.py"), *flags],
-                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
-
-
-@pytest.fixture(scope="module")
-def tiny_data(tmp_path_factory):
-    return write_class_folders(tmp_path_factory.mktemp("tiny") / "data", per_class=8)
+_train = run_train
 
 
 def _common(tiny_data, tmp_path):
-    return [f"--dataset=folder", f"--data_dir={tiny_data}", f"--cache_dir={tmp_path / 'cache'}", *TINY]
+    return ["--dataset=folder", f"--data_dir={tiny_data}", f"--cache_dir={tmp_path / 'cache'}", *TINY]
 
 
 def test_a_short_run_writes_every_output(tiny_data, tmp_path):

@@ -8,23 +8,15 @@ import subprocess
 import sys
 import time
 
-import pytest
 
-from conftest import REPO, write_class_folders
+from conftest import REPO, run_train
 
 # Everything in the search space but frame_length_ms, fixed on the command line.
 FIXED = ["--batch_size=8", "--shuffle_buffer=64", "--n_mels=20", "--time_shift_ms=50", "--noise_stddev=0.05",
          "--model=cnn", "--width=4", "--depth=1", "--dropout=0.1", "--learning_rate=0.003"]
 
 
-def _train(*flags, timeout=600):
-    return subprocess.run([sys.executable, os.path.join(REPO, "train.py"), *flags],
-                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
-
-
-@pytest.fixture(scope="module")
-def tiny_data(tmp_path_factory):
-    return write_class_folders(tmp_path_factory.mktemp("tiny") / "data", per_class=8)
+_train = run_train
 
 
 def _common(tiny_data, tmp_path):
