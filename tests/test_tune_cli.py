@@ -44,7 +44,12 @@ def test_a_search_writes_best_flags_tables_and_hparams_and_the_best_trains(tiny_
     assert {"noise_stddev", "learning_rate", "objective", "wall_seconds", "data_seconds"} <= set(rows[0])
     assert "n_mels" not in rows[0]
     assert (model_dir / "tuning" / "trials.md").read_text().startswith("| ")
-    assert glob.glob(str(model_dir / "tuning" / "logs" / "**" / "events.out.tfevents.*"), recursive=True)
+    import tensorflow as tf
+
+    events = glob.glob(str(model_dir / "tuning" / "logs" / "**" / "events.out.tfevents.*"), recursive=True)
+    plugins = {value.metadata.plugin_data.plugin_name for path in events
+               for event in tf.compat.v1.train.summary_iterator(path) for value in event.summary.value}
+    assert "hparams" in plugins  # TensorBoard's HParams dashboard reads these
     best = (model_dir / "tuning" / "best.flags").read_text().splitlines()
     names = [line.split("=")[0] for line in best]
     assert "--batch_size=8" in best and "--mode" not in names and "--tuner" not in names
