@@ -13,6 +13,7 @@ import os
 from absl import flags
 
 import models
+from compat import atomic
 from compat.data import AUTOTUNE, CACHE_MODES, PipelineConfig
 from compat.audio import FEATURES
 from compat.sources import DataSource
@@ -188,10 +189,7 @@ def save_flagfile(path: str, overrides: dict | None = None, drop: tuple[str, ...
             line = flag.serialize()
         if line:
             lines.append(line)
-    temp = f"{path}.tmp-{os.getpid()}"
-    with open(temp, "w") as stream:
-        stream.write("\n".join(lines) + "\n")
-    os.replace(temp, path)
+    atomic.write_text(path, "\n".join(lines) + "\n")
 
 
 def save_best_flagfile(path: str, best_values: dict, run_dir: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import shutil
 import socket
@@ -131,3 +132,15 @@ def publish_folder(final: str, build: Callable[[str], None]) -> str:
         remove_own(temp)
         raise
     return final
+
+
+def write_text(path: str, text: str) -> None:
+    """Writes `path` whole or not at all: a temporary file, then an atomic replace."""
+    temp = f"{path}.tmp-{os.getpid()}"
+    with open(temp, "w") as stream:
+        stream.write(text)
+    os.replace(temp, path)
+
+
+def write_json(path: str, payload: dict) -> None:
+    write_text(path, json.dumps(payload, indent=1, sort_keys=True))

@@ -17,7 +17,6 @@ the same step. TensorFlow writes a checkpoint's files before it updates the
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import shutil
@@ -30,7 +29,7 @@ import tensorflow as tf
 from absl import logging
 
 import models
-from compat import data
+from compat import atomic, data
 from compat.sources import DataSource
 
 
@@ -131,13 +130,6 @@ def compile_model(model: keras.Model, learning_rate: float, total_steps: int) ->
     )
 
 
-def _write_json(path: str, payload: dict) -> None:
-    temp = f"{path}.tmp-{os.getpid()}"
-    with open(temp, "w") as stream:
-        json.dump(payload, stream, indent=1, sort_keys=True)
-    os.replace(temp, path)
-
-
 def _replace_folder(build, final: str) -> None:
     """Builds `final` under a temporary name, then swaps it in: never half an export."""
     temp = f"{final}.tmp-{os.getpid()}"
@@ -228,7 +220,7 @@ def estimator_train_and_evaluate(
     test = est.evaluate(data.make_input_fn(source, pipeline, "test"), name="test")
     metrics = _test_metrics(test, int(test["global_step"]), start_step, started, train_seconds,
                             int(test["global_step"]) - start_step, pipeline.batch_size, class_names)
-    _write_json(os.path.join(model_dir, "metrics.json"), metrics)
+    atomic.write_json(os.path.join(model_dir, "metrics.json"), metrics)
     return metrics
 
 
@@ -280,5 +272,5 @@ def train_and_evaluate(
     if config.export:
         sample = next(iter(test_dataset))[0]
         metrics["export_max_abs_difference"] = export_model(model, model_dir, sample)
-    _write_json(os.path.join(model_dir, "metrics.json"), metrics)
+    atomic.write_json(os.path.join(model_dir, "metrics.json"), metrics)
     return metrics

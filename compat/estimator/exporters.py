@@ -13,6 +13,8 @@ from typing import Callable
 
 from absl import logging
 
+from compat import atomic
+
 
 def _loss_smaller(best_eval_result: dict, current_eval_result: dict) -> bool:
     for result in (best_eval_result, current_eval_result):
@@ -92,13 +94,14 @@ class BestExporter(Exporter):
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
         record = os.path.join(export_path, "best_eval.json")
-        best = json.load(open(record)) if os.path.exists(record) else None
+        best = None
+        if os.path.exists(record):
+            with open(record) as stream:
+                best = json.load(stream)
         if best is not None and not self._compare_fn(best_eval_result=best, current_eval_result=eval_result):
             return None
         path = self._write(estimator, export_path, checkpoint_path)
-        with open(f"{record}.tmp", "w") as stream:
-            json.dump({k: float(v) for k, v in eval_result.items()}, stream)
-        os.replace(f"{record}.tmp", record)
+        atomic.write_json(record, {k: float(v) for k, v in eval_result.items()})
         _prune(export_path, self._exports_to_keep)
         logging.info("Exported a new best model to %s", path)
         return path
