@@ -14,11 +14,9 @@ from absl import flags
 
 import models
 from compat import atomic
-from compat.data import AUTOTUNE, CACHE_MODES, PipelineConfig
-from compat.audio import FEATURES
+from compat.config import (AUTOTUNE, CACHE_MODES, FEATURES, TUNERS, PipelineConfig, TrainConfig, TuneConfig,
+                           replace_fields)
 from compat.sources import DataSource
-from compat.training import TrainConfig
-from compat.tuning import TuneConfig
 
 FLAGS = flags.FLAGS
 _PIPELINE = PipelineConfig()
@@ -92,12 +90,13 @@ flags.DEFINE_integer("keep_checkpoints", _TRAIN.keep_checkpoints, "Checkpoints k
 flags.DEFINE_integer("seed", _PIPELINE.seed, "Seed for data order, augmentation and weights.")
 
 # -- tuning (--mode=tune) ---------------------------------------------------
-flags.DEFINE_enum("tuner", "random", ["random", "bayesian", "hyperband", "grid"], "keras-tuner algorithm.")
-flags.DEFINE_integer("max_trials", 10, "Trials to run (random, bayesian, grid).", lower_bound=1)
-flags.DEFINE_string("objective", "val_accuracy",
+_TUNE = TuneConfig()
+flags.DEFINE_enum("tuner", _TUNE.tuner, list(TUNERS), "keras-tuner algorithm.")
+flags.DEFINE_integer("max_trials", _TUNE.max_trials, "Trials to run (random, bayesian, grid).", lower_bound=1)
+flags.DEFINE_string("objective", _TUNE.objective,
                     "Metric to optimise, any logged one; append :min or :max to set the direction "
                     "(default: min for losses, max otherwise).")
-flags.DEFINE_integer("max_failed_trials", 3, "Stop after this many failed trials in a row.", lower_bound=1)
+flags.DEFINE_integer("max_failed_trials", _TUNE.max_failed_trials, "Stop after this many failed trials in a row.", lower_bound=1)
 flags.DEFINE_enum("tune_target", "model", ["model", "pipeline"],
                   "model: search what the model learns from (full training trials); pipeline: measure "
                   "the builder's examples/s for speed-only settings and pick the fastest.")
@@ -147,21 +146,15 @@ def data_source() -> DataSource:
     return DataSource(FLAGS.dataset, path=FLAGS.data_dir)
 
 
-def _config_from_flags(config_class):
-    """`config_class` with every field that has a flag of the same name set from it."""
-    fields = [f.name for f in dataclasses.fields(config_class) if f.name in FLAGS]
-    return config_class(**{name: FLAGS[name].value for name in fields})
-
-
 def configs_from_flags() -> Configs:
     """The one place that reads FLAGS. A value the configs reject raises ValueError naming it."""
-    model = models.ModelConfig(FLAGS.model, FLAGS.width, FLAGS.depth, FLAGS.dropout)
+    values = {name: FLAGS[name].value for name in FLAGS}
     return Configs(
         source=data_source(),
-        pipeline=_config_from_flags(PipelineConfig),
-        model=model,
-        train=_config_from_flags(TrainConfig),
-        tune=_config_from_flags(TuneConfig),
+        pipeline=replace_fields(PipelineConfig(), values),
+        model=replace_fields(models.ModelConfig(), values, {"model": "name"}),
+        train=replace_fields(TrainConfig(), values),
+        tune=replace_fields(TuneConfig(), values),
         tune_target=FLAGS.tune_target,
         model_dir=os.path.abspath(FLAGS.model_dir),
         mode=FLAGS.mode,

@@ -1,10 +1,19 @@
-"""Publishing folders atomically: a reader sees a whole folder or none.
+"""Whole-or-nothing writes: a reader sees a complete file or folder, or the previous one, or none.
 
-Every folder this package writes for later runs (dataset caches, the synthetic
-dataset, downloads) is built under a private temporary name beside its final
-name and then renamed into place. A process killed mid-write leaves only its
-temporary folder, which nobody reads and a later run removes; two processes
-building the same folder both succeed, and the first rename wins.
+Every file and folder this package writes for later use (dataset caches, the
+synthetic dataset, downloads, exports, metrics, tables) is built under a
+private temporary name beside its final name (`.tmp-...`, never read) and then
+renamed into place. A process killed mid-write leaves only its temporary, which
+a later writer removes; two processes building the same folder both succeed,
+and the first rename wins.
+
+A writer of a temporary folder holds an exclusive `flock` on a file inside it
+for as long as it lives; the kernel releases it when the process ends, even by
+`kill -9`, so a later run tells a folder abandoned by a dead writer from one
+still being written, across hosts and process-id namespaces that share it.
+
+`folder_lock` gives one process a folder (a model folder): a second one is
+refused at once with the first one named.
 """
 
 from __future__ import annotations
@@ -18,33 +27,39 @@ import shutil
 import socket
 import time
 import uuid
-from typing import Callable
+from typing import Callable, Iterator
 
 from absl import logging
 
 _TEMP_PREFIX = ".tmp-"
-
-
+_ASIDE_PREFIX = ".tmp-old-"  # a previous version moved aside while its replacement is swapped in
 _WRITER_LOCK = ".writer.lock"
+_FOLDER_LOCK = ".lock"
 _held_locks: dict[str, object] = {}  # temporary folder -> its lock file, held while this process lives
 # A temporary folder with no lock file is left alone this long: its writer may be creating it.
 _UNLOCKED_GRACE_SECONDS = 300
 
 
-def _temp_name(final: str) -> str:
+class FolderInUseError(RuntimeError):
+    """Another live process holds the folder; the message names it."""
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}@{os.getpid()}"
+
+
+def _temp_name(final: str, prefix: str = _TEMP_PREFIX) -> str:
+    """A private name beside `final` that ends with `final`'s own name (so its suffix is kept)."""
     parent, name = os.path.split(final)
-    owner = f"{socket.gethostname()}@{os.getpid()}"
-    return os.path.join(parent, f"{_TEMP_PREFIX}{name}@{owner}@{uuid.uuid4().hex[:8]}")
+    return os.path.join(parent, f"{prefix}{_owner()}@{uuid.uuid4().hex[:8]}-{name}")
+
+
+def is_temporary(name: str) -> bool:
+    return os.path.basename(name).startswith(_TEMP_PREFIX)
 
 
 def make_temp_folder(final: str) -> str:
-    """Creates a private, empty folder beside `final` that no reader will open.
-
-    The writer holds an exclusive `flock` on a file inside it for as long as it
-    lives; the kernel releases it when the process ends, even by `kill -9`. So a
-    later run can tell a folder abandoned by a dead writer from one still being
-    written, across hosts and process-id namespaces that share the folder.
-    """
+    """Creates a private, empty folder beside `final` that no reader will open, and locks it."""
     os.makedirs(os.path.dirname(final), exist_ok=True)
     remove_abandoned_temporaries(os.path.dirname(final))
     temp = _temp_name(final)
@@ -63,12 +78,17 @@ def _release(temp: str) -> None:
         os.remove(os.path.join(temp, _WRITER_LOCK))
 
 
-def _writer_is_gone(folder: str) -> bool:
+def _writer_is_gone(path: str) -> bool:
+    if not os.path.isdir(path) or os.path.basename(path).startswith(_ASIDE_PREFIX):
+        # A temporary file, or a folder moved aside: no lock inside; judge by age.
+        with contextlib.suppress(FileNotFoundError):
+            return time.time() - os.path.getmtime(path) > _UNLOCKED_GRACE_SECONDS
+        return False
     try:
-        lock = open(os.path.join(folder, _WRITER_LOCK))
+        lock = open(os.path.join(path, _WRITER_LOCK))
     except FileNotFoundError:  # being created, or left by a remover: judge by age
         with contextlib.suppress(FileNotFoundError):
-            return time.time() - os.path.getmtime(folder) > _UNLOCKED_GRACE_SECONDS
+            return time.time() - os.path.getmtime(path) > _UNLOCKED_GRACE_SECONDS
         return False
     with lock:
         try:
@@ -78,22 +98,36 @@ def _writer_is_gone(folder: str) -> bool:
         return True
 
 
-def remove_abandoned_temporaries(parent: str) -> list[str]:
-    """Removes temporary folders in `parent` whose writers have ended."""
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+
+
+def remove_abandoned_temporaries(parent: str, *, all_dead: bool = False) -> list[str]:
+    """Removes temporaries in `parent` whose writers have ended.
+
+    `all_dead`: the caller holds `parent`'s `folder_lock`, so every temporary
+    not of this process is abandoned, whatever its age.
+    """
     removed = []
     if not os.path.isdir(parent):
         return removed
     for entry in os.scandir(parent):
-        if entry.name.startswith(_TEMP_PREFIX) and entry.path not in _held_locks and _writer_is_gone(entry.path):
-            shutil.rmtree(entry.path, ignore_errors=True)
+        if not entry.name.startswith(_TEMP_PREFIX) or entry.path in _held_locks:
+            continue
+        if all_dead or _writer_is_gone(entry.path):
+            _remove(entry.path)
             removed.append(entry.path)
-            logging.info("Removed a folder abandoned by an ended writer: %s", entry.path)
+            logging.info("Removed %s, left by a writer that ended", entry.path)
     return removed
 
 
 def discard(folder: str) -> None:
     """Removes a published folder: renamed aside first, so no reader opens half of it."""
-    doomed = _temp_name(folder)
+    doomed = _temp_name(folder, _ASIDE_PREFIX)
     os.rename(folder, doomed)
     shutil.rmtree(doomed, ignore_errors=True)
 
@@ -104,8 +138,16 @@ def remove_own(temp: str) -> None:
     shutil.rmtree(temp, ignore_errors=True)
 
 
-def is_temporary(name: str) -> bool:
-    return name.startswith(_TEMP_PREFIX)
+def _build(final: str, build: Callable[[str], None]) -> str:
+    """Runs `build` in a new locked temporary folder beside `final`; returns it, unlocked."""
+    temp = make_temp_folder(final)
+    try:
+        build(temp)
+        _release(temp)  # the lock file is no part of the result
+    except BaseException:
+        remove_own(temp)
+        raise
+    return temp
 
 
 def publish_folder(final: str, build: Callable[[str], None]) -> str:
@@ -117,30 +159,115 @@ def publish_folder(final: str, build: Callable[[str], None]) -> str:
     """
     if os.path.isdir(final):
         return final
-    temp = make_temp_folder(final)
+    temp = _build(final, build)
     try:
-        build(temp)
-        _release(temp)  # the lock file is no part of the result
         os.rename(temp, final)
     except OSError as error:
-        remove_own(temp)
+        shutil.rmtree(temp, ignore_errors=True)
         if error.errno in (errno.ENOTEMPTY, errno.EEXIST) and os.path.isdir(final):
             logging.info("Another process published %s first; using it", final)
             return final
         raise
-    except BaseException:
-        remove_own(temp)
-        raise
     return final
 
 
+def _recover_aside(final: str) -> None:
+    """After a kill between the two renames of `replace_folder`: the previous version is put back."""
+    parent, name = os.path.split(final)
+    if not os.path.isdir(parent):
+        return
+    aside = sorted((entry.path for entry in os.scandir(parent)
+                    if entry.name.startswith(_ASIDE_PREFIX) and entry.name.endswith(f"-{name}")),
+                   key=os.path.getmtime)
+    if aside and not os.path.exists(final):
+        os.rename(aside.pop(), final)
+        logging.warning("Restored %s, which a killed run had moved aside while replacing it", final)
+    for path in aside:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def replace_folder(final: str, build: Callable[[str], None]) -> str:
+    """Builds `final` anew with `build(temp_folder)` and swaps it in: a reader finds the old or the new.
+
+    Two renames swap the folders; a kill between them leaves the previous
+    version under an aside name, which the next call puts back (or discards once
+    the new one is in place). Nothing temporary outlives the next call.
+    """
+    _recover_aside(final)
+    temp = _build(final, build)
+    if os.path.exists(final):
+        aside = _temp_name(final, _ASIDE_PREFIX)
+        os.rename(final, aside)
+        os.rename(temp, final)
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        os.rename(temp, final)
+    return final
+
+
+def write_file(path: str, write: Callable[[str], None]) -> None:
+    """Writes `path` whole or not at all: `write(temporary_path)`, then an atomic replace.
+
+    The temporary path ends with `path`'s name, so writers that go by the
+    suffix (`model.save("x.keras")`) accept it.
+    """
+    temp = _temp_name(path)
+    try:
+        write(temp)
+        os.replace(temp, path)
+    except BaseException:
+        _remove(temp)
+        raise
+
+
 def write_text(path: str, text: str) -> None:
-    """Writes `path` whole or not at all: a temporary file, then an atomic replace."""
-    temp = f"{path}.tmp-{os.getpid()}"
-    with open(temp, "w") as stream:
-        stream.write(text)
-    os.replace(temp, path)
+    def write(temp: str) -> None:
+        with open(temp, "w") as stream:
+            stream.write(text)
+
+    write_file(path, write)
 
 
 def write_json(path: str, payload: dict) -> None:
     write_text(path, json.dumps(payload, indent=1, sort_keys=True))
+
+
+@contextlib.contextmanager
+def folder_lock(folder: str) -> Iterator[None]:
+    """Holds `folder` for this process: a second process is refused at once, naming the first.
+
+    The lock is an `flock`, which a dead process does not hold; it is taken on a
+    file in the folder that is removed on release (a kill leaves it, unheld).
+    Temporaries that earlier, killed processes left in the folder are removed.
+    """
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, _FOLDER_LOCK)
+    while True:
+        stream = open(path, "a+")
+        try:
+            fcntl.flock(stream, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            stream.seek(0)
+            holder = stream.read().strip() or "another process"
+            stream.close()
+            raise FolderInUseError(
+                f"'{folder}' is in use by {holder}; wait for that run to end, or give this one another "
+                "folder (flag --model_dir)") from None
+        try:  # the file we locked may have been removed by the previous holder's release
+            same = os.fstat(stream.fileno()).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        stream.close()
+    stream.seek(0)
+    stream.truncate()
+    stream.write(f"process {os.getpid()} on {socket.gethostname()}")
+    stream.flush()
+    remove_abandoned_temporaries(folder, all_dead=True)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+        stream.close()

@@ -14,7 +14,6 @@ augmentation and batching code path serves them all.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 
 import numpy as np
@@ -23,7 +22,8 @@ import soxr
 import tensorflow as tf
 from absl import logging
 
-FEATURES = ("waveform", "spectrogram", "log_mel", "mfcc")
+from compat.config import FEATURES, FeatureSpec  # noqa: F401  (FEATURES: re-exported)
+
 
 # Added before taking logs so silence maps to a finite floor, not -inf.
 LOG_OFFSET = 1e-6
@@ -60,50 +60,6 @@ class BadFileLog:
             names = ", ".join(path for path, _ in self.skipped[:limit])
             more = "" if len(self.skipped) <= limit else ", ..."
             return f"{len(self.skipped)} unreadable file(s) skipped: {names}{more}"
-
-
-@dataclasses.dataclass(frozen=True)
-class FeatureSpec:
-    """What the deterministic (cacheable) transforms need to know."""
-
-    sample_rate: int
-    clip_samples: int
-    feature: str
-    frame_length: int
-    frame_step: int
-    fft_length: int
-    n_mels: int
-    n_mfcc: int
-    fmin: float
-    fmax: float
-
-    @property
-    def num_frames(self) -> int:
-        """Frames in one clip of `clip_samples` (the model's time axis)."""
-        return self.frames_in(self.clip_samples)
-
-    @property
-    def hop(self) -> int:
-        """Samples between frames (1 for the waveform feature)."""
-        return 1 if self.feature == "waveform" else self.frame_step
-
-    def frames_in(self, samples: int) -> int:
-        if self.feature == "waveform":
-            return samples
-        return 1 + (samples - self.frame_length) // self.frame_step
-
-    @property
-    def num_bins(self) -> int:
-        return {
-            "waveform": 1,
-            "spectrogram": self.fft_length // 2 + 1,
-            "log_mel": self.n_mels,
-            "mfcc": self.n_mfcc,
-        }[self.feature]
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (self.num_frames, self.num_bins)
 
 
 def _read_with_soundfile(path: str, sample_rate: int) -> np.ndarray:

@@ -1,18 +1,24 @@
 """The persistent dataset cache: decoded features kept between calls and processes.
 
 An entry holds one split's examples after the deterministic transforms (decode,
-mono, resample, length fit, features) and before augmentation, written with
-`tf.data.Dataset.save`. Its key fingerprints everything that determines those
-examples: each file's path, size, modification time and label, the settings
-used before the cache, and `FORMAT_VERSION`. A touched file or a changed
-setting gives a new key, so an entry is never stale; old entries are listed and
-removed with `list_entries`/`remove_entries` or `python -m compat.cache`.
+mono, resample, length fit, features) and before augmentation, in TensorFlow's
+own `Dataset.cache(filename)` files. Its key fingerprints everything that
+determines those examples: each file's path, size, modification time and
+label, the settings used before the cache, and `FORMAT_VERSION`. A touched file
+or a changed setting gives a new key, so an entry is never stale; old entries
+are listed and removed with `list_entries`/`remove_entries` or
+`python -m compat.cache`.
 
-Unlike `Dataset.cache(filename)`, an entry is built completely before anyone
-reads it and is published by an atomic rename (see `compat.atomic`): no lock
-files, no partially cached contents, no clash between concurrent builders.
+`Dataset.cache(filename)` alone serves partial or stale files and fails on a
+second concurrent writer (see ../shared/reference). Here the files are written
+into a private temporary folder while the first pass streams to the consumer;
+the writer holds an `flock` on a lock file inside that folder for as long as it
+lives (`compat.atomic`), and the entry is published by an atomic rename only
+after the pass completes. Readers open published entries only, so a kill
+mid-write leaves a folder nobody reads and the next writer removes, and two
+concurrent builders both succeed.
 
-Layout: `<cache_dir>/datasets/<key>/{data/, meta.json}`.
+Layout: `<cache_dir>/datasets/<key>/{data.*, meta.json}`.
 """
 
 from __future__ import annotations
@@ -31,26 +37,21 @@ import tensorflow as tf
 from absl import logging
 
 from compat import atomic
+from compat.config import default_cache_dir
+from compat.sources import FileTable
 
 FORMAT_VERSION = 2  # 2: elements are chunks of examples
-_ENV_CACHE_DIR = "ESTIMATOR_COMPAT_CACHE_DIR"
 
 
-def default_cache_dir() -> str:
-    """`$ESTIMATOR_COMPAT_CACHE_DIR`, else `$XDG_CACHE_HOME/estimator-compat`, else `~/.cache/...`."""
-    if os.environ.get(_ENV_CACHE_DIR):
-        return os.environ[_ENV_CACHE_DIR]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "estimator-compat")
+def fingerprint(table: FileTable, settings: dict) -> str:
+    """The cache key of the examples made from these files (path, size, mtime, label) with these settings.
 
-
-def fingerprint(paths: Sequence[str], labels: Sequence[int], settings: dict) -> str:
-    """The cache key of the examples made from these files with these settings."""
+    The sizes and times are the listing's (`SourceIndex`): no file is stat'ed again here.
+    """
     digest = hashlib.sha256()
     digest.update(json.dumps({"format": FORMAT_VERSION, **settings}, sort_keys=True).encode())
-    for path, label in zip(paths, labels):
-        stat = os.stat(path)
-        digest.update(f"{os.path.abspath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}\0{label}\n".encode())
+    for path, label, (size, mtime_ns) in zip(table.paths, table.labels, table.stats):
+        digest.update(f"{os.path.abspath(path)}\0{size}\0{mtime_ns}\0{label}\n".encode())
     return digest.hexdigest()[:32]
 
 

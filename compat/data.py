@@ -21,102 +21,22 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 import tensorflow as tf
 from absl import logging
 
 from compat import audio, cache
-from compat.sources import DataSource, FileTable, list_split
+from compat.config import AUTOTUNE, CACHE_MODES, PipelineConfig
+from compat.sources import DataSource, FileTable, SourceIndex, build_index
 
-AUTOTUNE = tf.data.AUTOTUNE
-CACHE_MODES = ("none", "memory", "disk")
+__all__ = ["AUTOTUNE", "CACHE_MODES", "PipelineConfig", "build_dataset", "class_names", "feature_shape",
+           "index", "make_input_fn", "split_size"]
+
+# A source as the public functions take it: a spec string or path, a DataSource, or a run's index.
+Source = Union[str, "os.PathLike[str]", DataSource, SourceIndex]
 _CHUNK = 32  # clips per STFT call, and per cached element
 _NOISE_BANK_CLIPS = 32  # the noise bank holds this many clips' worth of frames
-
-
-@dataclasses.dataclass(frozen=True)
-class PipelineConfig:
-    """Every setting of the builder. Defaults are fast on 2 CPU cores and on a GPU box."""
-
-    # Audio and features (before the cache: part of the cache key).
-    sample_rate: int = 16000
-    clip_seconds: float = 1.0
-    feature: str = "log_mel"  # waveform | spectrogram | log_mel | mfcc
-    frame_length_ms: float = 25.0
-    frame_step_ms: float = 10.0
-    n_mels: int = 40
-    n_mfcc: int = 13
-    fmin: float = 20.0
-    fmax: float | None = None  # None: half the sample rate
-    skip_bad_files: bool = False
-    # Splits for sources without one.
-    eval_fraction: float = 0.1
-    test_fraction: float = 0.1
-    crop_margin_ms: float = 100.0  # training clips are cached this much wider on each side
-    # Augmentation (train only, after the cache).
-    time_shift_ms: float = 100.0  # at most crop_margin_ms
-    noise_stddev: float = 0.05  # relative to each example's standard deviation
-    # Batching and performance.
-    feature_key: str = "audio"
-    batch_size: int = 64
-    shuffle_buffer: int = 1024
-    num_parallel_calls: int = AUTOTUNE
-    prefetch: int = AUTOTUNE
-    private_threadpool_size: int = 0  # 0: TensorFlow's shared pool
-    cache: str = "disk"
-    cache_dir: str | None = None  # None: compat.cache.default_cache_dir()
-    deterministic: bool = False  # True: bit-reproducible order, slower parallel maps
-    prefetch_to_device: bool = True  # only acts when a GPU is visible
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        def require(ok: bool, message: str) -> None:
-            if not ok:
-                raise ValueError(f"PipelineConfig: {message}")
-
-        require(self.feature in audio.FEATURES, f"feature '{self.feature}' must be one of {audio.FEATURES}")
-        require(self.cache in CACHE_MODES, f"cache '{self.cache}' must be one of {CACHE_MODES}")
-        require(self.sample_rate > 0 and self.clip_seconds > 0, "sample_rate and clip_seconds must be > 0")
-        require(self.batch_size > 0, f"batch_size must be > 0, got {self.batch_size}")
-        require(self.shuffle_buffer > 0, f"shuffle_buffer must be > 0, got {self.shuffle_buffer}")
-        require(0 < self.frame_step_ms <= self.frame_length_ms, "need 0 < frame_step_ms <= frame_length_ms")
-        require(
-            self.frame_length_ms / 1000 <= self.clip_seconds,
-            f"frame_length_ms {self.frame_length_ms} is longer than the clip ({self.clip_seconds} s)",
-        )
-        require(self.n_mels > 0 and 0 < self.n_mfcc <= self.n_mels, "need 0 < n_mfcc <= n_mels")
-        require(
-            0 <= self.eval_fraction and 0 <= self.test_fraction and self.eval_fraction + self.test_fraction < 1,
-            "eval_fraction and test_fraction must be >= 0 and sum to < 1",
-        )
-        require(
-            0 <= self.time_shift_ms <= self.crop_margin_ms,
-            f"time_shift_ms {self.time_shift_ms} must be between 0 and crop_margin_ms {self.crop_margin_ms}",
-        )
-        for name in ("num_parallel_calls", "prefetch"):
-            value = getattr(self, name)
-            require(value == AUTOTUNE or value > 0, f"{name} must be > 0 or AUTOTUNE (-1), got {value}")
-
-    @property
-    def feature_spec(self) -> audio.FeatureSpec:
-        frame_length = round(self.sample_rate * self.frame_length_ms / 1000)
-        return audio.FeatureSpec(
-            sample_rate=self.sample_rate,
-            clip_samples=round(self.sample_rate * self.clip_seconds),
-            feature=self.feature,
-            frame_length=frame_length,
-            frame_step=round(self.sample_rate * self.frame_step_ms / 1000),
-            fft_length=1 << (frame_length - 1).bit_length(),
-            n_mels=self.n_mels,
-            n_mfcc=self.n_mfcc,
-            fmin=self.fmin,
-            fmax=self.fmax or self.sample_rate / 2,
-        )
-
-    @property
-    def resolved_cache_dir(self) -> str:
-        return self.cache_dir or cache.default_cache_dir()
 
 
 def feature_shape(config: PipelineConfig) -> tuple[int, int]:
@@ -124,20 +44,25 @@ def feature_shape(config: PipelineConfig) -> tuple[int, int]:
     return config.feature_spec.shape
 
 
-def class_names(source: "str | DataSource", config: PipelineConfig = PipelineConfig()) -> tuple[str, ...]:
+def index(source: Source, config: PipelineConfig = PipelineConfig()) -> SourceIndex:
+    """The source listed once, with the splits `config` asks for: build it once per run, pass it on.
+
+    An index passes through unchanged, so every public function takes either.
+    """
+    if isinstance(source, SourceIndex):
+        return source
+    return build_index(DataSource.parse(source), config.resolved_cache_dir, config.eval_fraction,
+                       config.test_fraction)
+
+
+def class_names(source: Source, config: PipelineConfig = PipelineConfig()) -> tuple[str, ...]:
     """The label names, index-aligned with the integer labels the builder yields."""
-    return _files(DataSource.parse(source), "train", config).class_names
+    return index(source, config).class_names
 
 
-def split_size(source: "str | DataSource", config: PipelineConfig, split: str) -> int:
+def split_size(source: Source, config: PipelineConfig, split: str) -> int:
     """Files in `split` (before any unreadable ones are skipped)."""
-    return len(_files(DataSource.parse(source), split, config))
-
-
-def _files(source: DataSource, split: str, config: PipelineConfig) -> FileTable:
-    return list_split(
-        source, split, config.resolved_cache_dir, config.eval_fraction, config.test_fraction
-    )
+    return index(source, config).size(split)
 
 
 # -- stages -----------------------------------------------------------------
@@ -239,7 +164,7 @@ def cached_examples(
 
         chunks, examples = cache.through_disk_cache(
             config.resolved_cache_dir,
-            cache.fingerprint(table.paths, table.labels, _pre_cache_settings(config, split, training)),
+            cache.fingerprint(table, _pre_cache_settings(config, split, training)),
             build=lambda: uncached(list_files(table, config, shuffle=training)),
             element_spec=_chunk_spec(config, training),
             describe=describe,
@@ -329,7 +254,7 @@ def _options(config: PipelineConfig) -> tf.data.Options:
 
 
 def build_dataset(
-    source: "str | os.PathLike | DataSource",
+    source: Source,
     config: PipelineConfig = PipelineConfig(),
     split: str = "train",
     *,
@@ -341,9 +266,8 @@ def build_dataset(
     `input_context` (from a distribution strategy) shards the data and turns
     `config.batch_size`, the global batch, into the per-replica batch.
     """
-    source = DataSource.parse(source)
     training = split == "train"
-    table = _files(source, split, config)
+    table = index(source, config).table(split)
     shard = None
     batch_size = batch_size or config.batch_size
     if input_context is not None:
@@ -361,7 +285,7 @@ def build_dataset(
 
 
 def make_input_fn(
-    source: "str | os.PathLike | DataSource", config: PipelineConfig = PipelineConfig(), split: str = "train"
+    source: Source, config: PipelineConfig = PipelineConfig(), split: str = "train"
 ) -> Callable[..., tf.data.Dataset]:
     """An Estimator-style `input_fn` over the builder.
 
@@ -370,6 +294,7 @@ def make_input_fn(
     overrides the batch size; `input_context` shards; predict mode drops labels.
     """
     pipeline_config = config
+    source = index(source, config)  # listed once, not at every call
 
     def input_fn(
         params: dict[str, Any] | None = None,

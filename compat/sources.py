@@ -7,7 +7,9 @@ A source is a `DataSource`, or a string parsed by `DataSource.parse`:
   "DIR"              a folder with one sub-folder per class (`DIR/<label>/*.wav`);
   "FILE.csv"         a manifest with rows `path,label[,split]`.
 
-Listing is cheap (names and `stat` only): no file is opened here.
+Listing is cheap (names and one `stat` per file): no audio file is opened
+here. `build_index` lists a source once per run; everything else (class names,
+split tables, cache keys) reads that index.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ class FileTable:
     paths: tuple[str, ...]
     labels: tuple[int, ...]
     class_names: tuple[str, ...]
+    stats: tuple[tuple[int, int], ...]  # (size, mtime_ns) per file, from the listing
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -192,6 +195,87 @@ def list_source(source: DataSource, cache_dir: str) -> list[LabelledFile]:
     return list_class_folders(source.path)
 
 
+@dataclasses.dataclass(frozen=True)
+class SourceIndex:
+    """Every file of a source, listed and stat'ed once: its split, label index and (size, mtime).
+
+    Built once per run (`build_index`) and passed down: the class names, every
+    split's table and the cache keys all come from this one listing.
+    """
+
+    source: DataSource
+    paths: tuple[str, ...]
+    labels: tuple[str, ...]
+    splits: tuple[str, ...]
+    stats: tuple[tuple[int, int], ...]  # (size in bytes, modification time in ns) per file
+    class_names: tuple[str, ...]  # the sorted labels of the training split
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def table(self, split: str) -> "FileTable":
+        """The files of `split` ("predict" reads the test files), labelled as integers."""
+        if split not in SPLITS:
+            raise DataSourceError(f"unknown split '{split}'; use one of {', '.join(SPLITS)}")
+        wanted = "test" if split == "predict" else split
+        index = {name: i for i, name in enumerate(self.class_names)}
+        chosen = [i for i, s in enumerate(self.splits) if s == wanted]
+        for i in chosen:
+            if self.labels[i] not in index:
+                raise DataSourceError(
+                    f"unknown label '{self.labels[i]}' for '{self.paths[i]}' in the {wanted} split of "
+                    f"{self.source.describe()}: the model knows {list(self.class_names)}. Add training files "
+                    "for it, or remove the file"
+                )
+        if not chosen:
+            raise DataSourceError(
+                f"the {wanted} split of {self.source.describe()} is empty ({len(self)} files in all); "
+                "add files, give them an explicit split in a manifest, or change "
+                "eval_fraction/test_fraction"
+            )
+        return FileTable(
+            tuple(self.paths[i] for i in chosen),
+            tuple(index[self.labels[i]] for i in chosen),
+            self.class_names,
+            tuple(self.stats[i] for i in chosen),
+        )
+
+    def size(self, split: str) -> int:
+        """Files in `split` (before any unreadable ones are skipped)."""
+        wanted = "test" if split == "predict" else split
+        return sum(1 for s in self.splits if s == wanted)
+
+
+def _stat(path: str) -> tuple[int, int]:
+    try:
+        stat = os.stat(path)
+    except OSError as error:
+        raise DataSourceError(f"cannot read '{path}': {error.strerror}; check that the file exists "
+                              "and is readable") from error
+    return stat.st_size, stat.st_mtime_ns
+
+
+def build_index(
+    source: DataSource,
+    cache_dir: str,
+    eval_fraction: float = 0.1,
+    test_fraction: float = 0.1,
+    class_names: tuple[str, ...] | None = None,
+) -> SourceIndex:
+    """Lists `source` once (downloading or generating it into `cache_dir` first if needed).
+
+    Files without a split of their own are split by a hash of their group.
+    Class names are the sorted labels of the training split (or `class_names`
+    when given), so every split of a source shares one label index.
+    """
+    files = list_source(source, cache_dir)
+    splits = tuple(f.split or hash_split(f.group, eval_fraction, test_fraction) for f in files)
+    labels = tuple(f.label for f in files)
+    names = class_names or tuple(sorted({label for label, s in zip(labels, splits) if s == "train"}))
+    return SourceIndex(source, tuple(os.path.abspath(f.path) for f in files), labels, splits,
+                       tuple(_stat(f.path) for f in files), tuple(names))
+
+
 def list_split(
     source: DataSource,
     split: str,
@@ -199,35 +283,8 @@ def list_split(
     eval_fraction: float = 0.1,
     test_fraction: float = 0.1,
     class_names: tuple[str, ...] | None = None,
-) -> FileTable:
-    """The files of `split` ("predict" reads the test files), labelled as integers.
-
-    Class names are the sorted labels of the training split (or `class_names`
-    when given), so every split of a source shares one label index.
-    """
+) -> "FileTable":
+    """The files of one split: `build_index(...).table(split)` for a single lookup."""
     if split not in SPLITS:
         raise DataSourceError(f"unknown split '{split}'; use one of {', '.join(SPLITS)}")
-    files = list_source(source, cache_dir)
-    assigned = [
-        (f, f.split or hash_split(f.group, eval_fraction, test_fraction)) for f in files
-    ]
-    names = class_names or tuple(sorted({f.label for f, s in assigned if s == "train"}))
-    index = {name: i for i, name in enumerate(names)}
-    wanted = "test" if split == "predict" else split
-    chosen = [f for f, s in assigned if s == wanted]
-    for f in chosen:
-        if f.label not in index:
-            raise DataSourceError(
-                f"unknown label '{f.label}' for '{f.path}' in the {wanted} split of "
-                f"{source.describe()}: the model knows {list(names)}. Add training files "
-                "for it, or remove the file"
-            )
-    if not chosen:
-        raise DataSourceError(
-            f"the {wanted} split of {source.describe()} is empty ({len(files)} files in all); "
-            "add files, give them an explicit split in a manifest, or change "
-            "eval_fraction/test_fraction"
-        )
-    return FileTable(
-        tuple(f.path for f in chosen), tuple(index[f.label] for f in chosen), tuple(names)
-    )
+    return build_index(source, cache_dir, eval_fraction, test_fraction, class_names).table(split)

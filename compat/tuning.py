@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import math
+import io
 import os
 import time
 from typing import Any, Callable
@@ -27,11 +27,9 @@ import tensorflow as tf
 from absl import logging
 
 import models
-from compat import data
-from compat.sources import DataSource
-from compat.training import TrainConfig, compile_model
-
-TUNERS = ("random", "bayesian", "hyperband", "grid")
+from compat import atomic, data
+from compat.config import PipelineConfig, TrainConfig, TuneConfig, replace_fields
+from compat.run import NanGuard, Run, plan_steps
 
 
 def _space() -> dict[str, Callable[[keras_tuner.HyperParameters], Any]]:
@@ -53,12 +51,8 @@ def _space() -> dict[str, Callable[[keras_tuner.HyperParameters], Any]]:
     }
 
 
-@dataclasses.dataclass(frozen=True)
-class TuneConfig:
-    tuner: str = "random"
-    max_trials: int = 10
-    objective: str = "val_accuracy"  # a logged metric; ":min" or ":max" sets the direction
-    max_failed_trials: int = 3
+class CannotResumeError(RuntimeError):
+    """A search in the model folder cannot be continued; the message says what to do."""
 
 
 def objective(spec: str) -> keras_tuner.Objective:
@@ -68,28 +62,24 @@ def objective(spec: str) -> keras_tuner.Objective:
 
 
 class AudioHyperModel(keras_tuner.HyperModel):
-    """Builds and fits one trial; `fixed` names the settings the user set, which are not searched."""
+    """Builds and fits one trial of a run; `fixed` names the settings the user set, which are not searched."""
 
-    def __init__(self, source: DataSource, pipeline: data.PipelineConfig, model: models.ModelConfig,
-                 train: TrainConfig, fixed: frozenset[str]):
+    def __init__(self, run: Run, fixed: frozenset[str]):
         super().__init__()
-        self.source, self.pipeline, self.model, self.train = source, pipeline, model, train
+        self.run = run
         self.searched = {name: pick for name, pick in _space().items() if name not in fixed}
 
-    def configs(self, hp: keras_tuner.HyperParameters):
-        """The trial's (pipeline, model, train) configs: base configs with the searched values."""
+    def configs(self, hp: keras_tuner.HyperParameters) -> tuple[PipelineConfig, models.ModelConfig, TrainConfig]:
+        """The trial's (pipeline, model, train) configs: the run's configs with the searched values."""
         values = {name: pick(hp) for name, pick in self.searched.items()}
-
-        def replaced(config, renames=None):
-            names = {f.name for f in dataclasses.fields(config)}
-            renames = renames or {}
-            return dataclasses.replace(config, **{renames.get(k, k): v for k, v in values.items()
-                                                  if renames.get(k, k) in names})
-
-        pipeline = replaced(self.pipeline)
+        run = self.run
+        pipeline = replace_fields(run.pipeline, values)
         if pipeline.time_shift_ms > pipeline.crop_margin_ms:
             pipeline = dataclasses.replace(pipeline, crop_margin_ms=pipeline.time_shift_ms)
-        return pipeline, replaced(self.model, {"model": "name"}), replaced(self.train)
+        return pipeline, replace_fields(run.model_config, values, {"model": "name"}), replace_fields(run.train, values)
+
+    def _plan(self, pipeline: PipelineConfig, train: TrainConfig):
+        return plan_steps(train, self.run.index.size("train"), pipeline.batch_size)
 
     def build(self, hp: keras_tuner.HyperParameters) -> keras.Model:
         try:
@@ -98,15 +88,8 @@ class AudioHyperModel(keras_tuner.HyperModel):
             # Settings that do not fit together. keras-tuner also builds once with the first
             # value of each choice to learn the space, so build the base model here and let
             # fit() fail the trial.
-            pipeline, model_config, train = self.pipeline, self.model, self.train
-        classes = data.class_names(self.source, pipeline)
-        model = models.build_from_config(model_config, data.feature_shape(pipeline), len(classes),
-                                         input_name=pipeline.feature_key)
-        compile_model(model, train.learning_rate, self._steps_per_epoch(pipeline) * train.epochs)
-        return model
-
-    def _steps_per_epoch(self, pipeline: data.PipelineConfig) -> int:
-        return math.ceil(data.split_size(self.source, pipeline, "train") / pipeline.batch_size)
+            pipeline, model_config, train = self.run.pipeline, self.run.model_config, self.run.train
+        return self.run.build_model(model_config, train, pipeline, self._plan(pipeline, train).max_steps)
 
     def fit(self, hp: keras_tuner.HyperParameters, model: keras.Model, *args, **kwargs) -> dict:
         """Trains on the trial's datasets; returns the best value of each metric and the wall time.
@@ -121,25 +104,24 @@ class AudioHyperModel(keras_tuner.HyperModel):
         started = time.perf_counter()
         # Building the datasets decodes the eval split on a cache miss and reads it on a hit:
         # later trials with the same pre-cache settings show the cache's saving here.
-        train_data = data.build_dataset(self.source, pipeline, "train")
-        eval_data = data.build_dataset(self.source, pipeline, "eval")
+        train_data = self.run.dataset("train", pipeline)
+        eval_data = self.run.dataset("eval", pipeline)
         data_seconds = time.perf_counter() - started
-        epoch_timer = _FirstEpochTimer()
+        epoch_timer, nan_guard = _FirstEpochTimer(), NanGuard()
         try:
             history = model.fit(
                 train_data,
-                steps_per_epoch=self._steps_per_epoch(pipeline),
+                steps_per_epoch=self._plan(pipeline, train).steps_per_epoch,
                 epochs=kwargs.get("epochs", train.epochs),
                 initial_epoch=kwargs.get("initial_epoch", 0),
                 validation_data=eval_data,
-                callbacks=[*kwargs.get("callbacks", []), keras.callbacks.TerminateOnNaN(), epoch_timer],
+                callbacks=[nan_guard, *kwargs.get("callbacks", []), epoch_timer],
                 verbose=kwargs.get("verbose", 2),
             )
         except (ValueError, tf.errors.OpError) as error:  # a combination the data or model rejects
             raise keras_tuner.errors.FailedTrialError(f"trial failed: {error}") from error
-        losses = history.history.get("loss", [])
-        if not losses or not all(math.isfinite(x) for x in losses):
-            raise keras_tuner.errors.FailedTrialError("the loss became NaN or infinite")
+        if nan_guard.error is not None:
+            raise keras_tuner.errors.FailedTrialError(str(nan_guard.error))
         metrics = {name: (min if "loss" in name else max)(values) for name, values in history.history.items()}
         return {**metrics, "wall_seconds": time.perf_counter() - started, "data_seconds": data_seconds,
                 "first_epoch_seconds": epoch_timer.seconds}
@@ -159,6 +141,7 @@ class _FirstEpochTimer(keras.callbacks.Callback):
 
 
 def make_tuner(hypermodel: AudioHyperModel, config: TuneConfig, seed: int, directory: str):
+    """The keras-tuner tuner `config.tuner` names, resuming the search state in `directory`."""
     common = dict(objective=objective(config.objective), directory=directory, project_name="search",
                   overwrite=False, seed=seed, max_consecutive_failed_trials=config.max_failed_trials,
                   max_retries_per_trial=0)
@@ -167,9 +150,9 @@ def make_tuner(hypermodel: AudioHyperModel, config: TuneConfig, seed: int, direc
     if config.tuner == "bayesian":
         return keras_tuner.BayesianOptimization(hypermodel, max_trials=config.max_trials, **common)
     if config.tuner == "hyperband":
-        return keras_tuner.Hyperband(hypermodel, max_epochs=hypermodel.train.epochs, **common)
+        return keras_tuner.Hyperband(hypermodel, max_epochs=hypermodel.run.train.epochs, **common)
     if os.path.exists(os.path.join(directory, "search", "oracle.json")):
-        raise ValueError(
+        raise CannotResumeError(
             f"--tuner=grid cannot resume the search in {directory}: keras-tuner's GridSearch fails on "
             "resume (keras-team/keras-tuner#1055). Use a new --model_dir, or --tuner=random|bayesian|hyperband"
         )
@@ -197,25 +180,25 @@ def trial_rows(tuner) -> list[dict]:
 
 
 def write_tables(rows: list[dict], folder: str) -> None:
+    """`trials.csv` and `trials.md`, each written whole."""
     columns = list(dict.fromkeys(key for row in rows for key in row))
-    with open(os.path.join(folder, "trials.csv"), "w", newline="") as stream:
-        writer = csv.DictWriter(stream, columns)
-        writer.writeheader()
-        writer.writerows(rows)
+    table = io.StringIO()
+    writer = csv.DictWriter(table, columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic.write_text(os.path.join(folder, "trials.csv"), table.getvalue())
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in columns) + " |"
               for row in rows]
-    with open(os.path.join(folder, "trials.md"), "w") as stream:
-        stream.write("\n".join(lines) + "\n")
+    atomic.write_text(os.path.join(folder, "trials.md"), "\n".join(lines) + "\n")
 
 
-def search(source: DataSource, pipeline: data.PipelineConfig, model: models.ModelConfig, train: TrainConfig,
-           config: TuneConfig, fixed: frozenset[str], model_dir: str) -> dict:
+def search(run: Run, config: TuneConfig, fixed: frozenset[str]) -> dict:
     """Runs (or resumes) the search; returns the best trial's hyperparameter values and score."""
-    folder = os.path.join(model_dir, "tuning")
+    folder = run.path("tuning")
     os.makedirs(folder, exist_ok=True)
-    hypermodel = AudioHyperModel(source, pipeline, model, train, fixed)
-    tuner = make_tuner(hypermodel, config, train.seed, folder)
+    hypermodel = AudioHyperModel(run, fixed)
+    tuner = make_tuner(hypermodel, config, run.train.seed, folder)
     tuner.search(callbacks=[keras.callbacks.TensorBoard(os.path.join(folder, "logs"))])
     if is_tuning_worker():
         return {"worker": os.environ["KERASTUNER_TUNER_ID"]}  # the chief holds the results
@@ -240,11 +223,10 @@ _SPEED_SETTINGS = {  # settings that change only speed, never what the model lea
 }
 
 
-def measure_pipeline(source: DataSource, pipeline: data.PipelineConfig) -> float:
+def measure_pipeline(run: Run, pipeline: PipelineConfig) -> float:
     """Training examples/s of the builder: one epoch after a first one (which fills caches)."""
-    examples = data.split_size(source, pipeline, "train")
-    batches = iter(data.build_dataset(source, pipeline, "train"))
-    epoch = math.ceil(examples / pipeline.batch_size)
+    batches = iter(run.dataset("train", pipeline))
+    epoch = plan_steps(run.train, run.index.size("train"), pipeline.batch_size).steps_per_epoch
     for _ in range(epoch):
         next(batches)
     started, seen = time.perf_counter(), 0
@@ -253,18 +235,17 @@ def measure_pipeline(source: DataSource, pipeline: data.PipelineConfig) -> float
     return seen / (time.perf_counter() - started)
 
 
-def tune_pipeline(source: DataSource, pipeline: data.PipelineConfig, fixed: frozenset[str], model_dir: str
-                  ) -> dict:
+def tune_pipeline(run: Run, fixed: frozenset[str]) -> dict:
     """Picks the fastest speed-only settings, one at a time from the current best, on the user's data.
 
     Writes `<model_dir>/tuning/pipeline.md` (every candidate's examples/s and the
     best against all-AUTOTUNE defaults); returns the chosen values.
     """
-    folder = os.path.join(model_dir, "tuning")
+    folder = run.path("tuning")
     os.makedirs(folder, exist_ok=True)
-    best = dataclasses.replace(pipeline, **{name: getattr(data.PipelineConfig(), name)
-                                            for name in _SPEED_SETTINGS if name not in fixed})
-    baseline = best_rate = measure_pipeline(source, best)
+    best = dataclasses.replace(run.pipeline, **{name: getattr(PipelineConfig(), name)
+                                                for name in _SPEED_SETTINGS if name not in fixed})
+    baseline = best_rate = measure_pipeline(run, best)
     rows = [("defaults (AUTOTUNE)", "", baseline)]
     for name, values in _SPEED_SETTINGS.items():
         if name in fixed:
@@ -273,7 +254,7 @@ def tune_pipeline(source: DataSource, pipeline: data.PipelineConfig, fixed: froz
             if value == getattr(best, name):
                 continue
             candidate = dataclasses.replace(best, **{name: value})
-            rate = measure_pipeline(source, candidate)
+            rate = measure_pipeline(run, candidate)
             rows.append((name, "AUTOTUNE" if value == data.AUTOTUNE else value, rate))
             if rate > best_rate:
                 best, best_rate = candidate, rate
@@ -282,6 +263,5 @@ def tune_pipeline(source: DataSource, pipeline: data.PipelineConfig, fixed: froz
     lines += [f"| {name} | {value} | {rate:,.0f} |" for name, value, rate in rows]
     lines += ["", f"Chosen: {chosen}: {best_rate:,.0f} examples/s, {best_rate / baseline:.2f}x the "
                   f"AUTOTUNE defaults' {baseline:,.0f}."]
-    with open(os.path.join(folder, "pipeline.md"), "w") as stream:
-        stream.write("\n".join(lines) + "\n")
+    atomic.write_text(os.path.join(folder, "pipeline.md"), "\n".join(lines) + "\n")
     return {"values": chosen, "examples_per_second": best_rate, "autotune_examples_per_second": baseline}

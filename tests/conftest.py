@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -57,12 +58,48 @@ def run_helper(name: str, *args: str, **kwargs):
                           capture_output=True, text=True, **kwargs)
 
 
-def run_train(*flags: str, timeout: int = 600):
-    """`python train.py FLAGS...` in a subprocess, from the repository root."""
+def run_train(*flags: str, timeout: int = 600, env: dict | None = None):
+    """`python train.py FLAGS...` in a subprocess, from the repository root: the real CLI."""
     import subprocess
 
     return subprocess.run([sys.executable, os.path.join(REPO, "train.py"), *flags],
-                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
+
+
+@dataclasses.dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def train_in_process(*flags: str) -> Result:
+    """train.py's flag parsing and main() in this process, with the flags restored afterwards.
+
+    The same code path as the CLI without paying a TensorFlow import per call;
+    a flag that fails parsing or validation gives exit code 2 and absl's message.
+    """
+    import contextlib
+    import io
+
+    from absl import flags as absl_flags
+    from absl.testing import flagsaver
+
+    import train
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = 0
+    with flagsaver.flagsaver(), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        absl_flags.FLAGS.unparse_flags()
+        try:
+            argv = absl_flags.FLAGS(["train.py", *flags])
+            train.main(argv)
+        except absl_flags.Error as error:
+            print(f"FATAL Flags parsing error: {error}", file=sys.stderr)
+            code = 2
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+    return Result(code, stdout.getvalue(), stderr.getvalue())
 
 
 @pytest.fixture(scope="module")

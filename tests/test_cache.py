@@ -10,7 +10,7 @@ import numpy as np
 import soundfile
 
 from compat import cache, data
-from compat.sources import DataSource, list_split
+from compat.sources import DataSource, hash_split, list_split
 from conftest import HELPERS, run_helper, write_class_folders
 
 
@@ -67,16 +67,20 @@ def test_a_touched_file_or_a_changed_setting_gives_a_new_key(tmp_path):
 
 def test_kill_during_the_cache_write_leaves_nothing_that_blocks_the_next_run(tmp_path):
     root = write_class_folders(tmp_path / "data", per_class=20)
+    name = next(f"pipe{i}.wav" for i in range(100) if hash_split(f"high/pipe{i}.wav", 0.1, 0.1) == "train")
+    blocking = os.path.join(root, "high", name)
+    os.mkfifo(blocking)  # reading it blocks: the first epoch's write cannot finish before the kill
     cache_dir = str(tmp_path / "cache")
     writer = subprocess.Popen([sys.executable, os.path.join(HELPERS, "slow_train.py"), root, cache_dir],
                               stdout=subprocess.PIPE, text=True)
-    assert writer.stdout.readline().startswith("batch 0")  # mid-way through its first epoch
+    assert writer.stdout.readline().strip() == "ready"
     writer.send_signal(signal.SIGKILL)
     writer.wait(timeout=60)
     entries = os.path.join(cache_dir, "datasets")
     leftovers = os.listdir(entries)
     assert leftovers and all(name.startswith(".tmp-") for name in leftovers)
     assert cache.list_entries(cache_dir) == []  # a partial write is never an entry
+    os.remove(blocking)
 
     config = data.PipelineConfig(cache_dir=cache_dir, batch_size=8)
     train_files = len(list_split(DataSource.parse(root), "train", cache_dir))

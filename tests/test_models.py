@@ -5,7 +5,7 @@ import pytest
 
 import models
 from compat.data import PipelineConfig, feature_shape
-from compat.training import compile_model
+from compat.run import compile_model
 
 
 @pytest.mark.parametrize("name", models.names())
@@ -21,6 +21,16 @@ def test_every_model_builds_and_trains_one_step(name, feature):
     history = model.fit({"audio": features}, np.arange(4) % 5, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
     assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+
+
+def test_the_registry_lists_exactly_the_architectures():
+    import inspect
+
+    from models import architectures
+
+    public = {name for name, value in vars(architectures).items()
+              if inspect.isfunction(value) and not name.startswith("_")}
+    assert public == set(models.NAMES)
 
 
 def test_unknown_models_and_bad_hyperparameters_are_named():

@@ -1,4 +1,4 @@
-"""train.py --mode=keras through the real CLI, in subprocesses."""
+"""train.py --mode=keras|estimator: once each through the real CLI, the rest in-process."""
 
 import glob
 import json
@@ -10,35 +10,36 @@ import time
 
 import numpy as np
 
-from conftest import REPO, run_train
+from conftest import REPO, run_train, train_in_process
 
 TINY = ["--clip_seconds=0.5", "--batch_size=8", "--model=cnn", "--width=4", "--depth=1",
         "--crop_margin_ms=50", "--time_shift_ms=50"]
-
-
-_train = run_train
 
 
 def _common(tiny_data, tmp_path):
     return ["--dataset=folder", f"--data_dir={tiny_data}", f"--cache_dir={tmp_path / 'cache'}", *TINY]
 
 
+def _train_files(tiny_data, tmp_path) -> int:
+    from compat.data import PipelineConfig, split_size
+
+    return split_size(f"{tiny_data}", PipelineConfig(cache_dir=str(tmp_path / "cache")), "train")
+
+
 def test_a_short_run_writes_every_output(tiny_data, tmp_path):
     model_dir = tmp_path / "run"
-    result = _train(*_common(tiny_data, tmp_path), "--epochs=2", f"--model_dir={model_dir}")
+    result = run_train(*_common(tiny_data, tmp_path), "--epochs=2", f"--model_dir={model_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "test accuracy" in result.stdout
     metrics = json.loads((model_dir / "metrics.json").read_text())
     assert {"test_accuracy", "test_loss", "steps", "wall_seconds", "examples_per_second"} <= set(metrics)
-    from compat.data import PipelineConfig, split_size
-
-    train_files = split_size(f"{tiny_data}", PipelineConfig(cache_dir=str(tmp_path / "cache")), "train")
-    assert metrics["steps"] == 2 * -(-train_files // 8)
+    assert metrics["steps"] == 2 * -(-_train_files(tiny_data, tmp_path) // 8)
     assert glob.glob(str(model_dir / "checkpoints" / "ckpt-*.index"))
     assert glob.glob(str(model_dir / "logs" / "train" / "events.out.tfevents.*"))
     assert glob.glob(str(model_dir / "logs" / "validation" / "events.out.tfevents.*"))
     assert "--epochs=2" in (model_dir / "flags.txt").read_text()
     assert (model_dir / "model.keras").is_file()
+    assert not [name for name in os.listdir(model_dir) if name.startswith(".")]  # no lock, no temporaries
 
     # The SavedModel, loaded on its own, answers like the .keras model on the same inputs.
     import keras
@@ -50,11 +51,26 @@ def test_a_short_run_writes_every_output(tiny_data, tmp_path):
     np.testing.assert_allclose(served.serve({"audio": inputs}).numpy(), np.asarray(expected), atol=1e-5)
 
 
+def test_estimator_mode_writes_the_same_metrics_and_estimator_files(tiny_data, tmp_path):
+    model_dir = tmp_path / "run"
+    result = run_train(*_common(tiny_data, tmp_path), "--mode=estimator", "--epochs=2", f"--model_dir={model_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "test accuracy" in result.stdout
+    metrics = json.loads((model_dir / "metrics.json").read_text())
+    assert {"test_accuracy", "test_loss", "steps", "wall_seconds", "examples_per_second"} <= set(metrics)
+    steps = metrics["steps"]
+    assert steps == 2 * -(-_train_files(tiny_data, tmp_path) // 8)
+    assert glob.glob(str(model_dir / f"model.ckpt-{steps}.index")) and (model_dir / "checkpoint").is_file()
+    assert glob.glob(str(model_dir / "eval" / "events.out.tfevents.*"))
+    assert len(os.listdir(model_dir / "export" / "final")) == 1
+
+
 def test_flagfile_round_trip_and_later_flags_override(tiny_data, tmp_path):
     first = tmp_path / "first"
-    assert _train(*_common(tiny_data, tmp_path), "--epochs=1", f"--model_dir={first}").returncode == 0
+    result = train_in_process(*_common(tiny_data, tmp_path), "--epochs=1", "--noexport", f"--model_dir={first}")
+    assert result.returncode == 0, result.stderr[-3000:]
     second = tmp_path / "second"
-    result = _train(f"--flagfile={first / 'flags.txt'}", f"--model_dir={second}", "--epochs=2", "--noexport")
+    result = train_in_process(f"--flagfile={first / 'flags.txt'}", f"--model_dir={second}", "--epochs=2")
     assert result.returncode == 0, result.stderr[-3000:]
     saved = (second / "flags.txt").read_text().splitlines()
     assert "--epochs=2" in saved and "--noexport" in saved and f"--data_dir={tiny_data}" in saved
@@ -84,37 +100,37 @@ def test_kill_9_then_the_same_command_resumes(tiny_data, tmp_path):
 def test_an_invalid_flag_value_names_the_flag(tmp_path):
     for flag, name in [("--batch_size=0", "batch_size"), ("--feature=mel", "feature"),
                        ("--cache=ram", "cache"), ("--time_shift_ms=500", "time_shift_ms")]:
-        result = _train(flag, f"--model_dir={tmp_path / 'x'}")
-        assert result.returncode != 0
+        result = train_in_process(flag, f"--model_dir={tmp_path / 'x'}")
+        assert result.returncode == 2
         assert name in result.stderr, result.stderr[-2000:]
+    assert not (tmp_path / "x").exists()  # refused before anything was written
 
 
 def test_missing_or_empty_data_dir_is_a_clear_error(tmp_path):
-    result = _train("--dataset=folder", f"--model_dir={tmp_path / 'x'}")
-    assert result.returncode != 0 and "--dataset=folder needs --data_dir" in result.stderr
-    result = _train("--dataset=folder", f"--data_dir={tmp_path / 'nowhere'}", f"--model_dir={tmp_path / 'x'}")
-    assert result.returncode != 0 and "does not exist" in result.stderr
+    result = train_in_process("--dataset=folder", f"--model_dir={tmp_path / 'x'}")
+    assert result.returncode == 2 and "--dataset=folder needs --data_dir" in result.stderr
+    result = train_in_process("--dataset=folder", f"--data_dir={tmp_path / 'nowhere'}",
+                              f"--model_dir={tmp_path / 'x'}")
+    assert result.returncode == 2 and "does not exist" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1  # one line, no traceback
     (tmp_path / "empty").mkdir()
-    result = _train("--dataset=folder", f"--data_dir={tmp_path / 'empty'}", f"--model_dir={tmp_path / 'x'}")
-    assert result.returncode != 0 and "no audio files in" in result.stderr
+    result = train_in_process("--dataset=folder", f"--data_dir={tmp_path / 'empty'}", f"--model_dir={tmp_path / 'x'}")
+    assert result.returncode == 2 and "no audio files in" in result.stderr
 
 
 def test_a_diverging_run_stops_with_a_clear_error(tiny_data, tmp_path):
-    result = _train(*_common(tiny_data, tmp_path), "--learning_rate=1e30", "--max_steps=30",
-                    "--eval_every_steps=3", "--noexport", f"--model_dir={tmp_path / 'run'}")
-    assert result.returncode != 0
-    assert "the loss became NaN or infinite at step" in result.stderr, result.stderr[-2000:]
+    result = train_in_process(*_common(tiny_data, tmp_path), "--learning_rate=1e30", "--max_steps=30",
+                              "--eval_every_steps=3", "--noexport", f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode == 1
+    assert "the loss became NaN or infinite" in result.stderr, result.stderr[-2000:]
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
-def test_estimator_mode_writes_the_same_metrics_and_estimator_files(tiny_data, tmp_path):
+def test_a_second_run_on_the_same_model_dir_is_refused(tiny_data, tmp_path):
+    from compat import atomic
+
     model_dir = tmp_path / "run"
-    result = _train(*_common(tiny_data, tmp_path), "--mode=estimator", "--epochs=2", f"--model_dir={model_dir}")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "test accuracy" in result.stdout
-    metrics = json.loads((model_dir / "metrics.json").read_text())
-    assert {"test_accuracy", "test_loss", "steps", "wall_seconds", "examples_per_second"} <= set(metrics)
-    steps = metrics["steps"]
-    assert glob.glob(str(model_dir / f"model.ckpt-{steps}.index")) and (model_dir / "checkpoint").is_file()
-    assert glob.glob(str(model_dir / "eval" / "events.out.tfevents.*"))
-    assert len(os.listdir(model_dir / "export" / "final")) == 1
+    with atomic.folder_lock(str(model_dir)):  # as a live run holds it
+        result = train_in_process(*_common(tiny_data, tmp_path), "--epochs=1", f"--model_dir={model_dir}")
+    assert result.returncode == 2
+    assert f"is in use by process {os.getpid()}" in result.stderr and "--model_dir" in result.stderr

@@ -1,4 +1,4 @@
-"""train.py --mode=tune through the real CLI, on tiny data with few steps."""
+"""train.py --mode=tune on tiny data with few steps: once through the real CLI, the rest in-process."""
 
 import csv
 import glob
@@ -9,14 +9,11 @@ import sys
 import time
 
 
-from conftest import REPO, run_train
+from conftest import REPO, run_train, train_in_process
 
 # Everything in the search space but frame_length_ms, fixed on the command line.
 FIXED = ["--batch_size=8", "--shuffle_buffer=64", "--n_mels=20", "--time_shift_ms=50", "--noise_stddev=0.05",
          "--model=cnn", "--width=4", "--depth=1", "--dropout=0.1", "--learning_rate=0.003"]
-
-
-_train = run_train
 
 
 def _common(tiny_data, tmp_path):
@@ -31,7 +28,7 @@ def _rows(model_dir):
 
 def test_a_search_writes_best_flags_tables_and_hparams_and_the_best_trains(tiny_data, tmp_path):
     model_dir = tmp_path / "run"
-    result = _train(*_common(tiny_data, tmp_path), "--batch_size=8", "--model=cnn", "--width=4", "--depth=1",
+    result = run_train(*_common(tiny_data, tmp_path), "--batch_size=8", "--model=cnn", "--width=4", "--depth=1",
                     "--n_mels=20", "--frame_length_ms=25", "--max_trials=3", f"--model_dir={model_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     # Same pre-cache settings in every trial: one train and one eval entry serve all three.
@@ -53,7 +50,7 @@ def test_a_search_writes_best_flags_tables_and_hparams_and_the_best_trains(tiny_
     best = (model_dir / "tuning" / "best.flags").read_text().splitlines()
     names = [line.split("=")[0] for line in best]
     assert "--batch_size=8" in best and "--mode" not in names and "--tuner" not in names
-    trained = _train(f"--flagfile={model_dir / 'tuning' / 'best.flags'}", "--mode=keras", "--noexport")
+    trained = train_in_process(f"--flagfile={model_dir / 'tuning' / 'best.flags'}", "--mode=keras", "--noexport")
     assert trained.returncode == 0, trained.stderr[-3000:]
     assert (model_dir / "best" / "metrics.json").is_file()
 
@@ -63,11 +60,11 @@ def test_a_failing_trial_is_recorded_and_the_search_finishes(tiny_data, tmp_path
     model_dir = tmp_path / "run"
     command = [*_common(tiny_data, tmp_path), *FIXED, "--frame_step_ms=22", "--tuner=grid", "--max_trials=3",
                f"--model_dir={model_dir}"]
-    result = _train(*command)
+    result = train_in_process(*command)
     assert result.returncode == 0, result.stderr[-3000:]
     statuses = sorted((row["frame_length_ms"], row["status"]) for row in _rows(model_dir))
     assert statuses == [("20.0", "FAILED"), ("25.0", "COMPLETED"), ("32.0", "COMPLETED")]
-    again = _train(*command)
+    again = train_in_process(*command)
     assert again.returncode != 0 and "GridSearch fails on resume" in again.stderr
 
 
@@ -93,7 +90,7 @@ def test_an_interrupted_search_resumes_without_rerunning_finished_trials(tiny_da
 
 def test_the_pipeline_target_measures_candidates_and_picks_the_fastest(tiny_data, tmp_path):
     model_dir = tmp_path / "run"
-    result = _train(*_common(tiny_data, tmp_path), "--tune_target=pipeline", "--prefetch=2",
+    result = train_in_process(*_common(tiny_data, tmp_path), "--tune_target=pipeline", "--prefetch=2",
                     f"--model_dir={model_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "examples/s against" in result.stdout and "with AUTOTUNE defaults" in result.stdout

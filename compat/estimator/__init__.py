@@ -20,21 +20,44 @@ import sys
 import types
 
 from compat.estimator import export
-from compat.estimator.config import EvalSpec, ModeKeys, RunConfig, TrainSpec
-from compat.estimator.estimator import Estimator, model_to_estimator
-from compat.estimator.exporters import BestExporter, Exporter, FinalExporter, LatestExporter
-from compat.estimator.training import CheckpointSaverListener, train_and_evaluate
+from compat.estimator.estimator import Estimator
+from compat.estimator.exporter import BestExporter, Exporter, FinalExporter, LatestExporter
+from compat.estimator.keras_lib import model_to_estimator
+from compat.estimator.model_fn import ModeKeys
+from compat.estimator.run_config import RunConfig
+from compat.estimator.training import CheckpointSaverListener, EvalSpec, TrainSpec, train_and_evaluate
 
 __all__ = [
     "BestExporter", "CheckpointSaverListener", "Estimator", "EvalSpec", "Exporter", "FinalExporter",
     "LatestExporter", "ModeKeys", "RunConfig", "TrainSpec", "export", "install", "model_to_estimator",
-    "train_and_evaluate",
+    "train_and_evaluate", "uninstall",
 ]
+
+_MISSING = object()
+_replaced: list[tuple[object, str, object]] = []  # (owner, attribute, previous value) set by install()
 
 
 def install() -> None:
-    """Makes `tf.estimator` and `tf.keras.estimator.model_to_estimator` this module's."""
+    """Makes `tf.estimator` and `tf.keras.estimator.model_to_estimator` this module's.
+
+    A legacy program calls it once, at its start, before using those names;
+    `uninstall()` puts TensorFlow's own attributes back. Calling it twice is harmless.
+    """
     import tensorflow as tf
 
-    tf.estimator = sys.modules[__name__]
-    tf.keras.estimator = types.SimpleNamespace(model_to_estimator=model_to_estimator)
+    if _replaced:
+        return
+    for owner, name, value in ((tf, "estimator", sys.modules[__name__]),
+                               (tf.keras, "estimator", types.SimpleNamespace(model_to_estimator=model_to_estimator))):
+        _replaced.append((owner, name, getattr(owner, name, _MISSING)))
+        setattr(owner, name, value)
+
+
+def uninstall() -> None:
+    """Undoes `install()`."""
+    while _replaced:
+        owner, name, previous = _replaced.pop()
+        if previous is _MISSING:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, previous)

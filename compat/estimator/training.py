@@ -9,13 +9,59 @@ Exporters run after each evaluation.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
+from typing import Callable, Sequence
 
 from absl import logging
 
-from compat.estimator.config import EvalSpec, TrainSpec
 from compat.estimator.estimator import Estimator
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSpec:
+    """What `train_and_evaluate` trains: tf.estimator.TrainSpec."""
+
+    input_fn: Callable
+    max_steps: int | None = None
+    hooks: Sequence = ()
+    saving_listeners: Sequence = ()
+
+    def __post_init__(self) -> None:
+        if not callable(self.input_fn):
+            raise TypeError(f"`input_fn` must be callable, given: {self.input_fn!r}")
+        if self.max_steps is not None and self.max_steps <= 0:
+            raise ValueError(f"Must specify max_steps > 0, given: {self.max_steps}")
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalSpec:
+    """How `train_and_evaluate` evaluates: tf.estimator.EvalSpec.
+
+    `start_delay_secs` only delays a separate evaluator task; on one machine it is unused.
+    """
+
+    input_fn: Callable
+    steps: int | None = 100
+    name: str | None = None
+    hooks: Sequence = ()
+    exporters: Sequence = ()
+    start_delay_secs: float = 120
+    throttle_secs: float = 600
+
+    def __post_init__(self) -> None:
+        if not callable(self.input_fn):
+            raise TypeError(f"`input_fn` must be callable, given: {self.input_fn!r}")
+        if self.steps is not None and self.steps <= 0:
+            raise ValueError(f"Must specify steps > 0, given: {self.steps}")
+        if self.throttle_secs < 0:
+            raise ValueError(f"Must specify throttle_secs >= 0, given: {self.throttle_secs}")
+        exporters = self.exporters if isinstance(self.exporters, (list, tuple)) else [self.exporters]
+        names = [e.name for e in exporters]
+        if len(set(names)) != len(names):
+            raise ValueError(f"`exporters` must have unique names, given: {names}")
+        object.__setattr__(self, "exporters", tuple(exporters))
 
 
 class CheckpointSaverListener:

@@ -1,20 +1,11 @@
-"""RunConfig, TrainSpec, EvalSpec and ModeKeys, with TensorFlow 2.15's defaults and checks."""
+"""RunConfig: where and how often an Estimator saves, summarises and logs, with TF 2.15's defaults."""
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from absl import logging
-
-
-class ModeKeys:
-    """The modes an `input_fn` may be called in, as tf.estimator.ModeKeys."""
-
-    TRAIN = "train"
-    EVAL = "eval"
-    PREDICT = "infer"
 
 
 _DEFAULT_SAVE_SECS = 600
@@ -82,48 +73,3 @@ class RunConfig:
 
     def __repr__(self) -> str:
         return f"RunConfig({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainSpec:
-    """What `train_and_evaluate` trains: tf.estimator.TrainSpec."""
-
-    input_fn: Callable
-    max_steps: int | None = None
-    hooks: Sequence = ()
-    saving_listeners: Sequence = ()
-
-    def __post_init__(self) -> None:
-        if not callable(self.input_fn):
-            raise TypeError(f"`input_fn` must be callable, given: {self.input_fn!r}")
-        if self.max_steps is not None and self.max_steps <= 0:
-            raise ValueError(f"Must specify max_steps > 0, given: {self.max_steps}")
-
-
-@dataclasses.dataclass(frozen=True)
-class EvalSpec:
-    """How `train_and_evaluate` evaluates: tf.estimator.EvalSpec.
-
-    `start_delay_secs` only delays a separate evaluator task; on one machine it is unused.
-    """
-
-    input_fn: Callable
-    steps: int | None = 100
-    name: str | None = None
-    hooks: Sequence = ()
-    exporters: Sequence = ()
-    start_delay_secs: float = 120
-    throttle_secs: float = 600
-
-    def __post_init__(self) -> None:
-        if not callable(self.input_fn):
-            raise TypeError(f"`input_fn` must be callable, given: {self.input_fn!r}")
-        if self.steps is not None and self.steps <= 0:
-            raise ValueError(f"Must specify steps > 0, given: {self.steps}")
-        if self.throttle_secs < 0:
-            raise ValueError(f"Must specify throttle_secs >= 0, given: {self.throttle_secs}")
-        exporters = self.exporters if isinstance(self.exporters, (list, tuple)) else [self.exporters]
-        names = [e.name for e in exporters]
-        if len(set(names)) != len(names):
-            raise ValueError(f"`exporters` must have unique names, given: {names}")
-        object.__setattr__(self, "exporters", tuple(exporters))

@@ -26,9 +26,13 @@ def _loss_smaller(best_eval_result: dict, current_eval_result: dict) -> bool:
 class Exporter:
     """Base class: `export(...)` returns the export path, or None when it exported nothing."""
 
-    def __init__(self, name: str, serving_input_receiver_fn: Callable | None = None):
+    def __init__(self, name: str, serving_input_receiver_fn: Callable | None = None,
+                 exports_to_keep: int | None = None):
+        if exports_to_keep is not None and exports_to_keep <= 0:
+            raise ValueError("`exports_to_keep`, if provided, must be a positive number.")
         self._name = name
         self._serving_input_receiver_fn = serving_input_receiver_fn
+        self._exports_to_keep = exports_to_keep
 
     @property
     def name(self) -> str:
@@ -57,10 +61,7 @@ class LatestExporter(Exporter):
 
     def __init__(self, name: str, serving_input_receiver_fn: Callable | None = None,
                  assets_extra=None, as_text: bool = False, exports_to_keep: int | None = 5):
-        super().__init__(name, serving_input_receiver_fn)
-        if exports_to_keep is not None and exports_to_keep <= 0:
-            raise ValueError("`exports_to_keep`, if provided, must be a positive number.")
-        self._exports_to_keep = exports_to_keep
+        super().__init__(name, serving_input_receiver_fn, exports_to_keep)
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
         path = self._write(estimator, export_path, checkpoint_path)
@@ -87,10 +88,8 @@ class BestExporter(Exporter):
     def __init__(self, name: str = "best_exporter", serving_input_receiver_fn: Callable | None = None,
                  event_file_pattern: str = "eval/*.tfevents.*", compare_fn: Callable = _loss_smaller,
                  assets_extra=None, as_text: bool = False, exports_to_keep: int | None = 5):
-        super().__init__(name, serving_input_receiver_fn)
-        if exports_to_keep is not None and exports_to_keep <= 0:
-            raise ValueError("`exports_to_keep`, if provided, must be a positive number.")
-        self._compare_fn, self._exports_to_keep = compare_fn, exports_to_keep
+        super().__init__(name, serving_input_receiver_fn, exports_to_keep)
+        self._compare_fn = compare_fn
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
         record = os.path.join(export_path, "best_eval.json")

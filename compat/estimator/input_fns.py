@@ -1,0 +1,130 @@
+"""Calling an `input_fn` as tf.estimator did, and reading what it returns.
+
+An `input_fn` gets `params`, `mode`, `config` and `input_context` when its
+signature asks for them. It may return a Dataset of `(features, labels)` or of
+features, a `(features, labels)` tuple, or features alone (labels None).
+
+Legacy input_fns return `tf.compat.v1.data.make_one_shot_iterator(ds).get_next()`.
+Run eagerly, that yields one batch of values, not the dataset. So, once, when
+this module is imported, `make_one_shot_iterator` and
+`make_initializable_iterator` are wrapped (under a lock): while *this thread*
+is inside `call_input_fn` of the Keras engine, they return a stand-in whose
+`get_next()` leads back to the dataset; everywhere else, and in every other
+thread, they are TensorFlow's own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import threading
+from typing import Any, Callable
+
+import tensorflow as tf
+from absl import logging
+
+_capturing = threading.local()
+_wrap_lock = threading.Lock()
+
+
+class _CapturedIterator:
+    """Stands in for a v1 iterator while a legacy input_fn runs: remembers its dataset.
+
+    `get_next()` gives markers shaped like one element, so `features, labels =
+    iterator.get_next()` unpacks as it did; the markers lead back to the dataset.
+    """
+
+    def __init__(self, dataset: tf.data.Dataset) -> None:
+        self.dataset = dataset
+
+    def get_next(self, name: str | None = None) -> Any:
+        return tf.nest.map_structure(lambda _: _Marker(self), self.dataset.element_spec)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Marker:
+    iterator: _CapturedIterator
+
+
+def _capture_when_asked(make_iterator: Callable) -> Callable:
+    def wrapper(dataset, *args, **kwargs):
+        if getattr(_capturing, "active", False):
+            return _CapturedIterator(dataset)
+        return make_iterator(dataset, *args, **kwargs)
+
+    wrapper.__wrapped__ = make_iterator
+    wrapper._compat_estimator_capture = True
+    return wrapper
+
+
+def _wrap_v1_iterator_factories() -> None:
+    with _wrap_lock:
+        module = tf.compat.v1.data
+        for name in ("make_one_shot_iterator", "make_initializable_iterator"):
+            current = getattr(module, name)
+            if not getattr(current, "_compat_estimator_capture", False):
+                setattr(module, name, _capture_when_asked(current))
+
+
+_wrap_v1_iterator_factories()
+_legacy_warned = False
+
+
+def _call_capturing_iterators(input_fn: Callable, kwargs: dict) -> Any:
+    """Calls `input_fn`; iterator tensors it returns are replaced by their dataset."""
+    global _legacy_warned
+    _capturing.active = True
+    try:
+        result = input_fn(**kwargs)
+    finally:
+        _capturing.active = False
+    markers = [x for x in tf.nest.flatten(result) if isinstance(x, _Marker)]
+    if not markers:
+        return result
+    if not _legacy_warned:
+        logging.warning("input_fn returned iterator tensors (make_one_shot_iterator(...).get_next()); "
+                        "return the tf.data.Dataset itself instead")
+        _legacy_warned = True
+    return markers[0].iterator.dataset
+
+
+def input_fn_kwargs(input_fn: Callable, **candidates: Any) -> dict:
+    """The candidates that `input_fn`'s signature names; as tf.estimator, `**kwargs` names none."""
+    parameters = inspect.signature(input_fn).parameters
+    return {name: value for name, value in candidates.items()
+            if name in parameters and parameters[name].kind is not inspect.Parameter.VAR_KEYWORD}
+
+
+def call_input_fn(input_fn: Callable, mode: str, config: Any, params: dict,
+                  input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+    """Calls `input_fn` eagerly with the arguments its signature asks for; returns a Dataset.
+
+    Tensors (not a Dataset) are one batch: training repeats it, as a graph-mode
+    input_fn's tensors did at every step; evaluation and prediction read it once,
+    where TF 2.15 would have looped on it forever.
+    """
+    kwargs = input_fn_kwargs(input_fn, params=params, mode=mode, config=config, input_context=input_context)
+    result = _call_capturing_iterators(input_fn, kwargs)
+    if isinstance(result, tf.data.Dataset):
+        return result
+    batch = tf.data.Dataset.from_tensors(result)
+    return batch.repeat() if mode == "train" else batch
+
+
+def split_features_labels(element: Any) -> tuple[Any, Any]:
+    """`(features, labels)` of one element; a lone object is features with labels None."""
+    if isinstance(element, tuple) and len(element) == 2:
+        return element
+    return element, None
+
+
+def with_input_options(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """The user's dataset with autotuning and a final prefetch, so the step never waits on input.
+
+    A prefetch after one that is already there costs nothing measurable, so it
+    is added unconditionally rather than by inspecting the pipeline.
+    """
+    options = tf.data.Options()
+    options.autotune.enabled = True
+    options.experimental_optimization.map_parallelization = True
+    return dataset.prefetch(tf.data.AUTOTUNE).with_options(options)
