@@ -20,6 +20,8 @@ from compat.sources import DataSource
 
 FLAGS = flags.FLAGS
 _PIPELINE = PipelineConfig()
+# The rate a dataset's files are recorded at: decoding them needs no resampling.
+NATIVE_SAMPLE_RATES = {"fsdd": 8000, "synthetic": 16000}
 _TRAIN = TrainConfig()
 
 # -- mode -------------------------------------------------------------------
@@ -53,7 +55,9 @@ flags.DEFINE_integer("shuffle_buffer", _PIPELINE.shuffle_buffer, "Examples in th
                      lower_bound=1)
 flags.DEFINE_bool("deterministic", _PIPELINE.deterministic,
                   "Bit-reproducible element order (slower parallel stages).")
-flags.DEFINE_integer("sample_rate", _PIPELINE.sample_rate, "Audio is resampled to this rate (Hz).",
+flags.DEFINE_integer("sample_rate", None, "Audio is resampled to this rate (Hz); default: the dataset's "
+                     f"own ({', '.join(f'{k} {v}' for k, v in NATIVE_SAMPLE_RATES.items())}), else "
+                     f"{_PIPELINE.sample_rate}.",
                      lower_bound=1000)
 flags.DEFINE_float("clip_seconds", _PIPELINE.clip_seconds, "Clip length the model sees.", lower_bound=0.05)
 flags.DEFINE_enum("feature", _PIPELINE.feature, list(FEATURES), "Model input features.")
@@ -149,6 +153,8 @@ def data_source() -> DataSource:
 def configs_from_flags() -> Configs:
     """The one place that reads FLAGS. A value the configs reject raises ValueError naming it."""
     values = {name: FLAGS[name].value for name in FLAGS}
+    if values["sample_rate"] is None:
+        values["sample_rate"] = NATIVE_SAMPLE_RATES.get(FLAGS.dataset, _PIPELINE.sample_rate)
     return Configs(
         source=data_source(),
         pipeline=replace_fields(PipelineConfig(), values),

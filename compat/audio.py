@@ -14,6 +14,7 @@ augmentation and batching code path serves them all.
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -166,6 +167,13 @@ def fit_waveform(wave: tf.Tensor, length: int) -> tf.Tensor:
     return wave[start : start + length]
 
 
+@functools.lru_cache(maxsize=16)
+def _mel_matrix(n_mels: int, bins: int, sample_rate: int, fmin: float, fmax: float) -> np.ndarray:
+    """The mel filter bank as a constant: built in a traced function it costs hundreds of ops to trace."""
+    with tf.init_scope():  # eager, even while a tf.data function is being traced
+        return tf.signal.linear_to_mel_weight_matrix(n_mels, bins, sample_rate, fmin, fmax).numpy()
+
+
 def compute_features(wave: tf.Tensor, spec: FeatureSpec) -> tf.Tensor:
     """Waveforms `[..., samples]` -> features `[..., frames, bins]` as chosen by `spec.feature`.
 
@@ -177,9 +185,7 @@ def compute_features(wave: tf.Tensor, spec: FeatureSpec) -> tf.Tensor:
     if spec.feature == "spectrogram":
         return tf.math.log(tf.abs(stft) + LOG_OFFSET)
     power = tf.square(tf.math.real(stft)) + tf.square(tf.math.imag(stft))  # |stft|^2 without a sqrt
-    mel_matrix = tf.signal.linear_to_mel_weight_matrix(
-        spec.n_mels, spec.fft_length // 2 + 1, spec.sample_rate, spec.fmin, spec.fmax
-    )
+    mel_matrix = _mel_matrix(spec.n_mels, spec.fft_length // 2 + 1, spec.sample_rate, spec.fmin, spec.fmax)
     log_mel = tf.math.log(tf.tensordot(power, mel_matrix, 1) + LOG_OFFSET)
     if spec.feature == "log_mel":
         return log_mel

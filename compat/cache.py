@@ -18,7 +18,12 @@ after the pass completes. Readers open published entries only, so a kill
 mid-write leaves a folder nobody reads and the next writer removes, and two
 concurrent builders both succeed.
 
-Layout: `<cache_dir>/datasets/<key>/{data.*, meta.json}`.
+An entry is a series of segment files, each a run of consecutive elements
+(chunks of examples) of the first pass. Training reads them back in a new order
+each epoch, a few segments at a time, so that a cached split is reshuffled with
+memory that does not grow with the split.
+
+Layout: `<cache_dir>/datasets/<key>/{seg-NNNNNN.index, seg-NNNNNN.data-*, meta.json}`.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import atexit
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import shutil
 import time
@@ -40,7 +46,7 @@ from compat import atomic
 from compat.config import default_cache_dir
 from compat.sources import FileTable
 
-FORMAT_VERSION = 2  # 2: elements are chunks of examples
+FORMAT_VERSION = 3  # 2: elements are chunks of examples; 3: in segment files
 
 
 def fingerprint(table: FileTable, settings: dict) -> str:
@@ -91,8 +97,25 @@ def _read_entry(folder: str) -> CacheEntry:
     )
 
 
+_SEGMENT_PREFIX = "seg-"
+# At most this many segment files per entry: segments hold more elements as a split grows,
+# so a folder never holds more than twice this many files.
+_MAX_SEGMENTS = 512
+# Segments read at once when replaying in a new order: each read stream is one open file.
+_REPLAY_CYCLE = 8
+
+
+def elements_per_segment(elements: int) -> int:
+    """Cached elements per segment file for a split of `elements` elements (at least 4).
+
+    The first pass hands on a segment once it is whole: small segments keep the first batch
+    early, larger ones cost fewer files and less writing overhead.
+    """
+    return max(4, math.ceil(elements / _MAX_SEGMENTS))
+
+
 def _publish(temp: str, final: str, meta: dict) -> None:
-    """Publishes the finished cache files in `temp` as the entry `final`.
+    """Publishes the finished segment files in `temp` as the entry `final`.
 
     The files are hard-linked, not moved: the writing pipeline goes on reading
     them from `temp` in later epochs.
@@ -100,73 +123,142 @@ def _publish(temp: str, final: str, meta: dict) -> None:
 
     def link_files(folder: str) -> None:
         for name in os.listdir(temp):
-            if name.startswith("data."):
+            if name.startswith(_SEGMENT_PREFIX):
                 source, target = os.path.join(temp, name), os.path.join(folder, name)
                 try:
                     os.link(source, target)
                 except OSError:  # a file system without hard links
                     shutil.copyfile(source, target)
         meta["size_bytes"] = _folder_size(folder)
+        meta["segments"] = sum(1 for name in os.listdir(folder) if name.endswith(".index"))
         with open(os.path.join(folder, "meta.json"), "w") as stream:
             json.dump(meta, stream, indent=1, sort_keys=True)
 
     atomic.publish_folder(final, link_files)
-    logging.info("Dataset cache written: %s (%d examples, %.1f MB)",
-                 os.path.basename(final), meta["examples"], meta["size_bytes"] / 1e6)
+    logging.info("Dataset cache written: %s (%s split, %d examples, %.1f MB)", os.path.basename(final),
+                 meta.get("split", "?"), meta["examples"], meta["size_bytes"] / 1e6)
 
 
 def _then_call(dataset: tf.data.Dataset, callback: Callable[[], None]) -> tf.data.Dataset:
     """`dataset`, calling `callback()` in Python each time its last element has been read."""
+    spec = dataset.element_spec
 
-    def run(_: tf.Tensor) -> tf.Tensor:
+    @_plain
+    def run(_: tf.Tensor):
         def call() -> bool:
             callback()
             return False
 
-        return tf.py_function(call, [], tf.bool)
+        done = tf.py_function(call, [], tf.bool)
+        with tf.control_dependencies([done]):  # an element of the right structure, never kept
+            return _zeros(spec, tf.constant(0)), done
 
-    marker = tf.data.Dataset.from_tensors(0).map(run).filter(lambda keep: keep)
-    return dataset.concatenate(marker.map(lambda _: _zeros(dataset.element_spec)))
+    marker = tf.data.Dataset.from_tensors(0).map(run).filter(_plain(lambda element, keep: keep))
+    return dataset.concatenate(marker.map(_plain(lambda element, keep: element)))
 
 
-def _zeros(element_spec):
-    """An element of `element_spec` (unknown dimensions as 0), for structure only."""
+# Dataset functions here are plain TF ops: traced without AutoGraph, which halves their tracing time.
+_plain = tf.autograph.experimental.do_not_convert
+
+
+def _zeros(element_spec, rows: int | tf.Tensor = 0):
+    """An element of `element_spec` with `rows` for each unknown dimension, for structure only."""
     return tf.nest.map_structure(
-        lambda spec: tf.zeros([d or 0 for d in spec.shape.as_list()], spec.dtype), element_spec
+        lambda spec: tf.zeros([rows if d is None else d for d in spec.shape.as_list()], spec.dtype), element_spec
     )
 
 
-def _cache_files(element_spec, prefix: str) -> tf.data.Dataset:
-    """Reads complete `Dataset.cache` files at `prefix` (the placeholder input is never iterated)."""
-    placeholder = tf.data.Dataset.from_generator(lambda: iter(()), output_signature=element_spec)
-    return placeholder.cache(prefix)
+def _write_segments(elements: tf.data.Dataset, folder: str, per_segment: int) -> tf.data.Dataset:
+    """`elements` as they stream, each run of `per_segment` also written to its own segment file.
+
+    A segment's files are complete once its last element has passed; a pass
+    that stops early leaves its last segment incomplete (and unpublished).
+    """
+    prefix = os.path.join(folder, _SEGMENT_PREFIX)
+
+    @_plain
+    def write(index: tf.Tensor, window) -> tf.data.Dataset:
+        name = tf.strings.join([prefix, tf.strings.as_string(index, width=6, fill="0")])
+        return tf.data.Dataset.zip(window).cache(name)
+
+    return elements.window(per_segment).enumerate().flat_map(write)
+
+
+def _read_segment(prefix: tf.Tensor, element_spec) -> tf.data.Dataset:
+    """The elements of one complete segment (the empty input under `cache` is never read)."""
+    empty = tf.data.Dataset.range(0).map(_plain(lambda n: _zeros(element_spec, tf.cast(n, tf.int32))))
+    return empty.cache(prefix)
+
+
+def read_segments(folder: str, element_spec, seed: int | None = None) -> tf.data.Dataset:
+    """The elements of the complete segments in `folder`, listed when the dataset is iterated.
+
+    `seed=None` reads the segments in order. With a seed, each iteration reads
+    them in a new order, `_REPLAY_CYCLE` at a time, one element from each in
+    turn: a cached split comes back in a new order each epoch, holding only a
+    few open segments in memory, however large the split.
+    """
+    prefix = os.path.join(folder, _SEGMENT_PREFIX)
+
+    @_plain
+    def segment_names(pattern: tf.Tensor) -> tf.data.Dataset:
+        # Segments are numbered from 0 without gaps; counted when iterated, not when built.
+        count = tf.size(tf.io.matching_files(pattern), out_type=tf.int64)
+        return tf.data.Dataset.range(count).map(
+            _plain(lambda i: tf.strings.join([prefix, tf.strings.as_string(i, width=6, fill="0")])))
+
+    prefixes = tf.data.Dataset.from_tensors(f"{prefix}*.index").flat_map(segment_names)
+    read = _plain(lambda p: _read_segment(p, element_spec))
+    if seed is None:
+        return prefixes.interleave(read, cycle_length=1)
+    prefixes = prefixes.shuffle(_MAX_SEGMENTS, seed=seed, reshuffle_each_iteration=True)
+    return prefixes.interleave(read, cycle_length=_REPLAY_CYCLE,
+                               block_length=1, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class CachedSplit:
+    """What `through_disk_cache` found or started.
+
+    `first_pass` (a miss): the elements as they are decoded and written; read
+    it once, to its end, before `replay`. `folder` holds the complete segments
+    after that pass (or already, on a hit). `examples` is known on a hit.
+    """
+
+    first_pass: tf.data.Dataset | None
+    folder: str
+    examples: int | None
+
+    def replay(self, element_spec, seed: int | None = None) -> tf.data.Dataset:
+        return read_segments(self.folder, element_spec, seed)
 
 
 def through_disk_cache(
     cache_dir: str,
     key: str,
     build: Callable[[], tf.data.Dataset],
-    element_spec,
+    elements: int,
     describe: Callable[[], dict],
     complete_now: bool,
-) -> tuple[tf.data.Dataset, int | None]:
-    """The elements under `key` and their count if known: read on a hit, written through on a miss.
+) -> CachedSplit:
+    """The cached split under `key`: read on a hit, written through on a miss.
 
-    On a miss, `build()`'s dataset is cached into a private temporary folder as
-    its first pass streams to the consumer (the first epoch costs no extra pass),
-    and the entry is published atomically when that pass completes. A pass
-    that stops early publishes nothing. `complete_now` runs the first pass here,
-    for splits that callers may read only in part (evaluation with `steps`).
-    `describe()` gives the entry's description once the pass is done.
+    On a miss, `build()`'s dataset (about `elements` elements) is cached into a
+    private temporary folder, in segment files, as its first pass streams to
+    the consumer (the first epoch costs no extra pass), and the entry is
+    published atomically when that pass completes. A pass that stops early
+    publishes nothing. `complete_now` runs the first pass here, for splits that
+    callers may read only in part (evaluation with `steps`). `describe()` gives
+    the entry's description once the pass is done.
     """
     final = os.path.join(_entries_dir(cache_dir), key)
     if os.path.isdir(final):
         entry = _read_entry(final)
         os.utime(os.path.join(final, "meta.json"))  # last use, for pruning
-        logging.info("Dataset cache hit: %s (%d examples, %.1f MB)", key, entry.examples, entry.size_bytes / 1e6)
-        return _cache_files(element_spec, os.path.join(final, "data")), entry.examples
+        logging.info("Dataset cache hit: %s (%s split, %d examples, %.1f MB)", key,
+                     entry.description.get("split", "?"), entry.examples, entry.size_bytes / 1e6)
+        return CachedSplit(None, final, entry.examples)
 
-    logging.info("Dataset cache miss: writing %s while reading", key)
     temp = atomic.make_temp_folder(final)
     atexit.register(atomic.remove_own, temp)
     started = time.monotonic()
@@ -177,13 +269,16 @@ def through_disk_cache(
                     "build_seconds": round(time.monotonic() - started, 3), **describe()}
             _publish(temp, final, meta)
 
+    written = _write_segments(build(), temp, elements_per_segment(elements))
     # The prefetch runs the writer in its own thread, beside the decoding threads.
-    written = _then_call(build().cache(os.path.join(temp, "data")), publish_once).prefetch(tf.data.AUTOTUNE)
+    written = _then_call(written, publish_once).prefetch(tf.data.AUTOTUNE)
     if not complete_now:
-        return written, None
+        logging.info("Dataset cache miss: writing %s while reading", key)
+        return CachedSplit(written, temp, None)
+    logging.info("Dataset cache miss: writing %s now", key)
     written.reduce(0, lambda count, _: count)
     atomic.remove_own(temp)  # published as hard links (or copies): the temporary files are spare
-    return through_disk_cache(cache_dir, key, build, element_spec, describe, complete_now)
+    return through_disk_cache(cache_dir, key, build, elements, describe, complete_now)
 
 
 def list_entries(cache_dir: str) -> list[CacheEntry]:

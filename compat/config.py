@@ -172,7 +172,7 @@ class PipelineConfig:
 class TrainConfig:
     """How long and how a model trains, the same in every mode."""
 
-    epochs: int = 20
+    epochs: int = 15
     max_steps: int | None = None  # overrides epochs
     learning_rate: float = 3e-3
     eval_every_steps: int | None = None  # None: once per epoch

@@ -2,16 +2,28 @@
 
 Stages, in the order of TensorFlow's tf.data performance guide, one function each:
 
-  1. list_files       file paths and labels; shuffled each epoch (cheap: names only)
+  1. list_files       file paths and labels; training: all of them in a new order
+                      each epoch (cheap: names only), so an epoch read from the
+                      files needs no shuffle buffer, and waits for none
   2. decode           parallel read + decode (in-graph for 16-bit PCM WAV)
-  3. transform        deterministic: length fit and features (STFT, mel, MFCC)
-  4. cache            none | memory | disk (persistent, keyed, atomic; `compat.cache`)
-  5. batch            after a per-epoch shuffle of the examples (train)
+  3. transform        deterministic: length fit and features (STFT, mel, MFCC), on
+                      chunks of clips
+  4. cache            none | memory | disk (persistent, keyed, atomic; `compat.cache`).
+                      Training: the first epoch streams in file order while it is
+                      written; later epochs replay the cache in a new order (disk:
+                      its segments a few at a time; memory: its chunks), then a
+                      bounded example shuffle buffer. Training repeats here, before
+                      that buffer, so it fills once, not at every epoch boundary
+                      (epochs blur by at most `shuffle_buffer` examples; steps, not
+                      epochs, end training, as with an Estimator)
+  5. batch
   6. augment          train only, after the cache so each epoch differs; vectorised
                       over the batch (the guide's "batch before map"), since
                       per-example maps cost more than the work itself
-  7. repeat           train only (Estimator-style: steps, not epochs, end training)
-  8. prefetch         overlaps input with the step; to the GPU when one is visible
+  7. prefetch         overlaps input with the step; to the GPU when one is visible
+
+Memory does not grow with the split: the file list is names, the disk cache is
+read a few segments at a time, and every buffer is bounded.
 
 Each element is `({feature_key: float32 [frames, bins]}, int32 label)`; the
 "predict" split yields the features alone.
@@ -89,14 +101,15 @@ def decode(
     """
     window = window_samples(config, training)
 
+    @tf.autograph.experimental.do_not_convert  # plain TF ops: tracing without AutoGraph is faster
     def read(path: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         wave, ok = audio.decode_audio(path, config.sample_rate, bad_files)
         return audio.fit_waveform(wave, window), ok, label
 
     decoded = files.map(read, num_parallel_calls=config.num_parallel_calls, deterministic=config.deterministic)
     if bad_files is not None:
-        decoded = decoded.filter(lambda wave, ok, label: ok)
-    return decoded.map(lambda wave, ok, label: (wave, label))
+        decoded = decoded.filter(tf.autograph.experimental.do_not_convert(lambda wave, ok, label: ok))
+    return decoded.map(tf.autograph.experimental.do_not_convert(lambda wave, ok, label: (wave, label)))
 
 
 def window_samples(config: PipelineConfig, training: bool) -> int:
@@ -116,6 +129,7 @@ def transform(waves: tf.data.Dataset, config: PipelineConfig, training: bool) ->
     spec = config.feature_spec
     shape = _chunk_spec(config, training)[0].shape
 
+    @tf.autograph.experimental.do_not_convert
     def features(batch: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         return tf.ensure_shape(audio.compute_features(batch, spec), shape), labels
 
@@ -137,71 +151,73 @@ def _pre_cache_settings(config: PipelineConfig, split: str, training: bool) -> d
         "window_samples": window_samples(config, training),
         "feature_spec": dataclasses.asdict(config.feature_spec),
         "skip_bad_files": config.skip_bad_files,
+        # Training's entry holds its first epoch in the order the seed gave the files, and a warm
+        # cache replays that epoch as it was written: the same run, whether the cache was warm.
+        "order_seed": config.seed if training else None,
     }
 
 
-def cached_examples(
-    table: FileTable, config: PipelineConfig, split: str, training: bool, shard: tuple[int, int] | None
-) -> tf.data.Dataset:
-    """Stages 1-4: (features, label) examples, through the configured cache.
+def _chunks_in(table: FileTable) -> int:
+    return -(-len(table) // _CHUNK)
 
-    `shard` is (num_shards, index) from an `input_context`. A disk entry holds
-    the whole split, so it is sharded after reading; the other modes shard the
-    file list so that each pipeline decodes only its own files.
+
+def _shuffle_examples(examples: tf.data.Dataset, config: PipelineConfig) -> tf.data.Dataset:
+    return examples.shuffle(config.shuffle_buffer, seed=config.seed, reshuffle_each_iteration=True)
+
+
+def examples(table: FileTable, config: PipelineConfig, split: str, training: bool) -> tf.data.Dataset:
+    """Stages 1-4: `(features, label)` examples through the configured cache; training's never ends.
+
+    Training's first epoch comes straight from the files, in a new order, as it
+    is decoded (and written to the cache); later epochs come from the cache,
+    reshuffled (see the module docstring). Evaluation splits come in file order.
     """
     bad_files = audio.BadFileLog() if config.skip_bad_files else None
 
-    def uncached(files: tf.data.Dataset) -> tf.data.Dataset:
+    def decoded_chunks() -> tf.data.Dataset:
+        files = list_files(table, config, shuffle=training)
         return transform(decode(files, config, training, bad_files), config, training)
 
-    if config.cache == "disk":
-        def describe() -> dict:
-            skipped = len(bad_files.skipped) if bad_files else 0
-            if skipped:
-                logging.warning("While caching the %s split: %s", split, bad_files.summary())
-            return {"examples": len(table) - skipped, "split": split, "files": len(table),
-                    "skipped_files": skipped, "feature": config.feature}
+    if config.cache == "none":
+        chunks = decoded_chunks()
+        return (chunks.repeat() if training else chunks).unbatch()
 
-        chunks, examples = cache.through_disk_cache(
-            config.resolved_cache_dir,
-            cache.fingerprint(table, _pre_cache_settings(config, split, training)),
-            build=lambda: uncached(list_files(table, config, shuffle=training)),
-            element_spec=_chunk_spec(config, training),
-            describe=describe,
-            # Training reads whole epochs; evaluation may stop early (steps=N).
-            complete_now=not training,
-        )
-        unbatched = _reshuffle_chunks(chunks, table, config, training).unbatch()
-        if examples is not None:  # Keras sizes an evaluation pass by the cardinality
-            unbatched = unbatched.apply(tf.data.experimental.assert_cardinality(examples))
-        return unbatched if shard is None else unbatched.shard(*shard)
-
-    files = list_files(table, config, shuffle=training)
-    if shard is not None:
-        files = files.shard(*shard)
-    chunks = uncached(files)
     if config.cache == "memory":
-        chunks = _reshuffle_chunks(chunks.cache(), table, config, training)
-    return chunks.unbatch()
+        cached = decoded_chunks().cache()
+        if not training:
+            return cached.unbatch()
+        # Memory holds the whole split by design, so a shuffle of all its chunks costs no more.
+        replays = cached.shuffle(_chunks_in(table), seed=config.seed, reshuffle_each_iteration=True).repeat()
+        return cached.unbatch().concatenate(_shuffle_examples(replays.unbatch(), config))
 
+    def describe() -> dict:
+        skipped = len(bad_files.skipped) if bad_files else 0
+        if skipped:
+            logging.warning("While caching the %s split: %s", split, bad_files.summary())
+        return {"examples": len(table) - skipped, "split": split, "files": len(table),
+                "skipped_files": skipped, "feature": config.feature}
 
-def _reshuffle_chunks(chunks: tf.data.Dataset, table: FileTable, config: PipelineConfig, training: bool
-                      ) -> tf.data.Dataset:
-    """A cache replays its first pass's order; training gets a new order of chunks each epoch.
-
-    Together with the example shuffle buffer after it, each epoch then mixes the
-    whole split, even where the files were listed class by class.
-    """
+    split_cache = cache.through_disk_cache(
+        config.resolved_cache_dir,
+        cache.fingerprint(table, _pre_cache_settings(config, split, training)),
+        build=decoded_chunks,
+        elements=_chunks_in(table),
+        describe=describe,
+        # Training reads whole epochs; evaluation may stop early (steps=N).
+        complete_now=not training,
+    )
+    spec = _chunk_spec(config, training)
     if not training:
-        return chunks
-    return chunks.shuffle(-(-len(table) // _CHUNK), seed=config.seed, reshuffle_each_iteration=True)
+        stream = split_cache.replay(spec).unbatch()
+        # Keras sizes an evaluation pass by the cardinality.
+        return stream.apply(tf.data.experimental.assert_cardinality(split_cache.examples))
+    first_epoch = split_cache.first_pass or split_cache.replay(spec)  # a hit: as it was written
+    replays = _shuffle_examples(split_cache.replay(spec, seed=config.seed).repeat().unbatch(), config)
+    return first_epoch.unbatch().concatenate(replays)
 
 
-def batch_examples(examples: tf.data.Dataset, config: PipelineConfig, batch_size: int, training: bool
-                   ) -> tf.data.Dataset:
-    """Stage 5: batch; training shuffles the examples first (a new order each epoch)."""
-    if training:
-        examples = examples.shuffle(config.shuffle_buffer, seed=config.seed, reshuffle_each_iteration=True)
+def batch_examples(examples: tf.data.Dataset, config: PipelineConfig, batch_size: int) -> tf.data.Dataset:
+    """Stage 5: batch."""
     return examples.batch(batch_size, num_parallel_calls=config.num_parallel_calls,
                           deterministic=config.deterministic)
 
@@ -217,6 +233,7 @@ def augment(batches: tf.data.Dataset, config: PipelineConfig) -> tf.data.Dataset
     seeds = tf.data.Dataset.random(seed=config.seed, rerandomize_each_iteration=True).batch(2)
     noise = audio.noise_bank(config.seed, _NOISE_BANK_CLIPS * spec.num_frames, spec.num_bins)
 
+    @tf.autograph.experimental.do_not_convert
     def apply(batch: tuple[tf.Tensor, tf.Tensor], seed: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         features, labels = batch
         augmented = audio.augment_batch(features, seed, spec.num_frames, max_shift, noise, config.noise_stddev)
@@ -227,10 +244,8 @@ def augment(batches: tf.data.Dataset, config: PipelineConfig) -> tf.data.Dataset
     )
 
 
-def repeat_and_prefetch(batches: tf.data.Dataset, config: PipelineConfig, training: bool) -> tf.data.Dataset:
-    """Stages 7-8: repeat (train), prefetch, and copy batches ahead to a visible GPU."""
-    if training:
-        batches = batches.repeat()
+def prefetch(batches: tf.data.Dataset, config: PipelineConfig) -> tf.data.Dataset:
+    """Stage 7: prefetch, and copy batches ahead to a visible GPU."""
     batches = batches.prefetch(config.prefetch).with_options(_options(config))
     if config.prefetch_to_device and tf.config.list_logical_devices("GPU"):
         # Must be the last transformation; it overlaps the host-to-device copy with the step.
@@ -268,12 +283,11 @@ def build_dataset(
     """
     training = split == "train"
     table = index(source, config).table(split)
-    shard = None
     batch_size = batch_size or config.batch_size
-    if input_context is not None:
-        shard = (input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if input_context is not None:  # each input pipeline decodes (and caches) only its own files
+        table = table.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
         batch_size = input_context.get_per_replica_batch_size(batch_size)
-    batches = batch_examples(cached_examples(table, config, split, training, shard), config, batch_size, training)
+    batches = batch_examples(examples(table, config, split, training), config, batch_size)
     if training:
         batches = augment(batches, config)
     key = config.feature_key
@@ -281,7 +295,7 @@ def build_dataset(
         batches = batches.map(lambda features, labels: {key: features})
     else:
         batches = batches.map(lambda features, labels: ({key: features}, labels))
-    return repeat_and_prefetch(batches, config, training)
+    return prefetch(batches, config)
 
 
 def make_input_fn(

@@ -87,6 +87,11 @@ class FileTable:
     def __len__(self) -> int:
         return len(self.paths)
 
+    def shard(self, num_shards: int, index: int) -> "FileTable":
+        """Every `num_shards`-th file from the `index`-th: one input pipeline's share."""
+        part = slice(index, None, num_shards)
+        return FileTable(self.paths[part], self.labels[part], self.class_names, self.stats[part])
+
 
 def _require_dir(path: str, what: str) -> str:
     if not os.path.exists(path):

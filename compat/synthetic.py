@@ -18,7 +18,9 @@ import soundfile
 
 from compat import atomic
 
-VERSION = 1
+# 2: fm_tone's frequency swing is 150-300 Hz; in version 1 it was 20-48 Hz, under the default
+# features' frequency resolution (40 Hz at 25 ms), so an FM tone could not be told from a sine.
+VERSION = 2
 SAMPLE_RATE = 16000
 CLIPS_PER_CLASS = 100
 _SEED = 20261129
@@ -31,6 +33,11 @@ def _sine(t: np.ndarray, f: float) -> np.ndarray:
 def _chirp(t: np.ndarray, f0: float, f1: float) -> np.ndarray:
     duration = max(t[-1], 1e-3)
     return np.sin(2 * np.pi * (f0 * t + (f1 - f0) * t**2 / (2 * duration)))
+
+
+def _fm(t: np.ndarray, f: float, rate: float, swing: float) -> np.ndarray:
+    """A tone whose frequency swings `swing` Hz either side of `f`, `rate` times a second."""
+    return np.sin(2 * np.pi * f * t + swing / rate * _sine(t, rate))
 
 
 def _band_noise(rng: np.random.Generator, n: int, low: float, high: float) -> np.ndarray:
@@ -49,7 +56,7 @@ _CLASSES: dict[str, Callable[[np.random.Generator, np.ndarray, float], np.ndarra
     "chirp_up": lambda rng, t, f: _chirp(t, f, f * 3),
     "chirp_down": lambda rng, t, f: _chirp(t, f * 3, f),
     "am_tone": lambda rng, t, f: _sine(t, f) * (0.5 + 0.5 * _sine(t, rng.uniform(4, 10))),
-    "fm_tone": lambda rng, t, f: np.sin(2 * np.pi * f * t + 4 * _sine(t, rng.uniform(5, 12))),
+    "fm_tone": lambda rng, t, f: _fm(t, f, rng.uniform(5, 12), rng.uniform(150, 300)),
     "pluck": lambda rng, t, f: _sine(t, f) * np.exp(-t * rng.uniform(8, 20)),
     "click_train": lambda rng, t, f: ((t * rng.uniform(15, 40)) % 1.0 < 0.03).astype(float),
     "noise_low": lambda rng, t, f: _band_noise(rng, t.size, 100, 1000),

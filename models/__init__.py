@@ -30,7 +30,7 @@ NAMES = ("cnn", "conv1d", "dscnn")
 class ModelConfig:
     """The model and its hyperparameters; None leaves a model's own default."""
 
-    name: str = "cnn"
+    name: str = "conv1d"
     width: int | None = None
     depth: int | None = None
     dropout: float | None = None

@@ -111,13 +111,19 @@ def test_a_chief_and_a_worker_finish_a_distributed_search(tiny_data, tmp_path):
     command = [sys.executable, os.path.join(REPO, "train.py"), *_common(tiny_data, tmp_path), *FIXED[:-1],
                "--max_trials=2", f"--model_dir={model_dir}"]
     processes = {}
-    for role in ("chief", "tuner0"):
-        env = {**os.environ, "KERASTUNER_TUNER_ID": role, "KERASTUNER_ORACLE_IP": "127.0.0.1",
-               "KERASTUNER_ORACLE_PORT": str(port)}
-        processes[role] = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
-                                           stderr=subprocess.PIPE, text=True)
-        time.sleep(3 if role == "chief" else 0)  # the chief serves the oracle first
-    outputs = {role: process.communicate(timeout=600) for role, process in processes.items()}
+    try:
+        for role in ("chief", "tuner0"):
+            env = {**os.environ, "KERASTUNER_TUNER_ID": role, "KERASTUNER_ORACLE_IP": "127.0.0.1",
+                   "KERASTUNER_ORACLE_PORT": str(port)}
+            processes[role] = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                               stderr=subprocess.PIPE, text=True)
+            time.sleep(3 if role == "chief" else 0)  # the chief serves the oracle first
+        outputs = {role: process.communicate(timeout=600) for role, process in processes.items()}
+    finally:  # never leave a chief or a worker behind
+        for process in processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
     for role, process in processes.items():
         assert process.returncode == 0, f"{role}: {outputs[role][1][-3000:]}"
     assert "tuning worker tuner0 finished" in outputs["tuner0"][0]

@@ -60,6 +60,9 @@ def check_hooks(hooks: Iterable | None) -> list[keras.callbacks.Callback]:
 
 # -- the engine -------------------------------------------------------------
 
+_MAX_STEPS_PER_CALL = 1000  # bounds the time between two looks at a stop request
+_STEPS_PER_CALL_WITH_TIMED_SAVES = 100
+
 
 class KerasEstimator(Estimator):
     """A tf.estimator.Estimator backed by a compiled Keras model; made by `model_to_estimator`."""
@@ -79,7 +82,8 @@ class KerasEstimator(Estimator):
             checkpoint_name="model.ckpt",
         )
         self._restored_from: str | None = None
-        self._compiled_evaluation_step = tf.function(self._evaluation_step, reduce_retracing=True)
+        self._evaluation_loop = tf.function(self._evaluate_all, reduce_retracing=True)
+        self._metrics_built = False
         if self.latest_checkpoint() is None:
             self._write_warm_start()
 
@@ -136,12 +140,87 @@ class KerasEstimator(Estimator):
         last = start + steps if steps is not None else max_steps
         listeners = list(saving_listeners or ())
         dataset = with_input_options(call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params))
+        self._build_metrics(dataset.element_spec)
         self._loop(iter(dataset), start, last, listeners, callbacks)
         return self
+
+    def _build_metrics(self, element_spec) -> None:
+        """Checks the feature names and builds the compiled metrics' state on one batch of zeros.
+
+        Keras builds metrics at their first update; inside a tf.function that
+        creates variables, which makes TensorFlow trace the function twice.
+        """
+        if self._metrics_built:
+            return
+        features, labels = split_features_labels(element_spec)
+        self.model_inputs(features)  # a missing input is named here, before any tracing
+        zeros = lambda shape, dtype: tf.zeros([1 if d is None else d for d in shape], dtype)
+        model = self._model
+        inputs = {tensor.name: zeros(tensor.shape, tensor.dtype) for tensor in model.inputs}
+        inputs = inputs if isinstance(features, dict) else [inputs[t.name] for t in model.inputs]
+        if not isinstance(inputs, dict) and len(inputs) == 1:
+            inputs = inputs[0]
+        predictions = model(inputs, training=False)
+        labels = tf.nest.map_structure(
+            lambda label, prediction: zeros([1, *label.shape[1:]], label.dtype), labels,
+            predictions if tf.nest.is_nested(labels) else labels)
+        model.compute_metrics(inputs, labels, predictions, sample_weight=None)
+        self._model.reset_metrics()
+        self._metrics_built = True
+
+    def _make_train_loop(self) -> Callable:
+        """A compiled function: up to `n` training steps from `iterator`, with no host sync inside.
+
+        Returns (steps done, the last step's loss). Fewer than `n` steps are done
+        only when the input ends. As Keras' `steps_per_execution` and Orbit's
+        `steps_per_loop`, many steps per call make the per-step cost that of the
+        step itself: the Python loop runs once per checkpoint, summary or log
+        boundary, not once per step.
+        """
+        model = self._model
+
+        # As Keras' own fit: the step is traced as plain TF, without AutoGraph converting Keras'
+        # code (which costs seconds of tracing); only this loop's control flow is converted.
+        @tf.autograph.experimental.do_not_convert
+        def one_step(element) -> tf.Tensor:
+            features, labels = split_features_labels(element)
+            model.reset_metrics()  # the loss of this step, not a running mean
+            logs = model.train_step((self.model_inputs(features), labels))
+            return tf.cast(logs["loss"], tf.float32)
+
+        @tf.function
+        def train_loop(iterator, n):
+            done, loss = tf.constant(0, tf.int64), tf.constant(float("nan"))
+            for _ in tf.range(n):
+                element = iterator.get_next_as_optional()
+                if not element.has_value():
+                    break
+                loss = one_step(element.get_value())
+                done += 1
+            self._global_step.assign_add(done)
+            return done, loss
+
+        return train_loop
+
+    def _steps_to_next_boundary(self, step: int, last: int | None, per_step: bool) -> int:
+        """Steps until the next checkpoint, summary, log or the last step: one call of the loop."""
+        if per_step:
+            return 1
+        config = self._config
+        limit = _MAX_STEPS_PER_CALL
+        if config.save_checkpoints_secs:
+            limit = _STEPS_PER_CALL_WITH_TIMED_SAVES  # a timed save is checked between calls
+        for every in (config.save_checkpoints_steps, config.save_summary_steps, config.log_step_count_steps):
+            if every:
+                limit = min(limit, every - step % every)
+        if last is not None:
+            limit = min(limit, last - step)
+        return max(limit, 1)
 
     def _loop(self, batches, start: int, last: int | None, listeners: Sequence, callbacks: Sequence) -> None:
         config = self._config
         writer = tf.summary.create_file_writer(self.model_dir)
+        train_loop = self._train_loop = getattr(self, "_train_loop", None) or self._make_train_loop()
         for listener in listeners:
             listener.begin()
         # One train() call is one Keras "epoch": callbacks see begin/end, batches, and may stop it.
@@ -157,19 +236,17 @@ class KerasEstimator(Estimator):
         log_time, log_step = time.monotonic(), start
         step, loss, diverged = start, float("nan"), None
         while not stop and (last is None or step < last):
-            try:
-                features, labels = split_features_labels(next(batches))
-            except StopIteration:
-                break
+            wanted = self._steps_to_next_boundary(step, last, per_step=bool(callbacks))
             for callback in callbacks:
                 callback.on_train_batch_begin(step)
-            self._model.reset_metrics()  # Keras 3 accumulates across calls: log this step's loss
-            logs = self._model.train_on_batch(self.model_inputs(features), labels, return_dict=True)
-            step = int(self._global_step.assign_add(1).numpy())
+            done, loss = (value.numpy() for value in train_loop(batches, tf.constant(wanted, tf.int64)))
+            if done == 0:
+                break  # the input ended
+            step += int(done)
+            loss = float(loss)
             for callback in callbacks:
-                callback.on_train_batch_end(step, logs)
+                callback.on_train_batch_end(step, {"loss": loss})
             stop = stop or bool(self._model.stop_training)
-            loss = float(logs["loss"])
             if not is_finite(loss):
                 diverged = TrainingDiverged(step, loss, self.latest_checkpoint())
                 break
@@ -188,6 +265,8 @@ class KerasEstimator(Estimator):
             if due:
                 stop = self._save(listeners) or stop
                 saved_step, saved_time = step, time.monotonic()
+            if done < wanted:
+                break  # the input ended within this call
         if diverged is None and step != saved_step and self._config.saves_checkpoints:
             self._save(listeners)  # the final checkpoint, before the listeners' end
         writer.flush()
@@ -213,6 +292,7 @@ class KerasEstimator(Estimator):
         dataset = call_input_fn(input_fn, ModeKeys.EVAL, self._config, self._params)
         if steps is not None:
             dataset = dataset.take(steps)
+        self._build_metrics(dataset.element_spec)
         results = self._evaluate_batches(with_input_options(dataset))
         renames = self._metric_names_map
         metrics = {renames.get(key, key): float(value) for key, value in results.items()}
@@ -231,23 +311,32 @@ class KerasEstimator(Estimator):
         Keras' own evaluation loss is weighted by batch size; the Estimator's is the
         plain mean over batches, so each batch's loss is taken with Keras'
         `compute_loss`, while `compute_metrics` accumulates the compiled metrics.
+        One compiled loop over the whole dataset: no host sync per batch.
         """
         self._model.reset_metrics()
-        step = self._compiled_evaluation_step
-        batch_losses = []
-        for element in dataset:
-            features, labels = split_features_labels(element)
-            batch_losses.append(float(step(self.model_inputs(features), labels)))
-        if not batch_losses:
+        total, batches = (value.numpy() for value in self._evaluation_loop(dataset))
+        if batches == 0:
             raise ValueError("the evaluation input_fn gave no batches")
         results = {k: float(v) for k, v in self._model.get_metrics_result().items()}
-        return {**results, "loss": float(np.mean(batch_losses))}
+        return {**results, "loss": float(total / batches)}
 
-    def _evaluation_step(self, features: Any, labels: Any) -> tf.Tensor:
-        predictions = self._model(features, training=False)
-        loss = self._model.compute_loss(x=features, y=labels, y_pred=predictions, training=False)
-        self._model.compute_metrics(features, labels, predictions, sample_weight=None)
-        return loss
+    def _evaluate_all(self, dataset: tf.data.Dataset) -> tuple[tf.Tensor, tf.Tensor]:
+        model = self._model
+
+        @tf.autograph.experimental.do_not_convert  # plain TF: Keras' code is not converted
+        def one_batch(element) -> tf.Tensor:
+            features, labels = split_features_labels(element)
+            inputs = self.model_inputs(features)
+            predictions = model(inputs, training=False)
+            loss = model.compute_loss(x=inputs, y=labels, y_pred=predictions, training=False)
+            model.compute_metrics(inputs, labels, predictions, sample_weight=None)
+            return tf.cast(loss, tf.float32)
+
+        total, batches = tf.constant(0.0), tf.constant(0, tf.int64)
+        for element in dataset:
+            total += one_batch(element)
+            batches += 1
+        return total, batches
 
     def model_inputs(self, features: Any) -> Any:
         """The model's inputs, matched by name; extra feature keys are ignored, as tf.estimator did."""
