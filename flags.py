@@ -89,6 +89,9 @@ flags.DEFINE_float("learning_rate", _TRAIN.learning_rate, "Peak learning rate (A
                    lower_bound=0)
 flags.DEFINE_integer("eval_every_steps", None,
                      "Validate and checkpoint every N steps; default: once per epoch.", lower_bound=1)
+flags.DEFINE_integer("steps_per_execution", _TRAIN.steps_per_execution,
+                     "Training steps per compiled call (no Python between them); 0: the largest divisor of "
+                     "the evaluation period up to 64.", lower_bound=0)
 flags.DEFINE_integer("keep_checkpoints", _TRAIN.keep_checkpoints, "Checkpoints kept in --model_dir.",
                      lower_bound=1)
 flags.DEFINE_integer("seed", _PIPELINE.seed, "Seed for data order, augmentation and weights.")

@@ -179,6 +179,9 @@ class TrainConfig:
     keep_checkpoints: int = 3
     seed: int = 0
     export: bool = True
+    # Training steps per compiled call (Keras' steps_per_execution); 0: the largest divisor of the
+    # evaluation period up to 64, so that periods stay exact and Python runs once per call, not per step.
+    steps_per_execution: int = 0
 
     def __post_init__(self) -> None:
         def require(ok: bool, message: str) -> None:
@@ -190,6 +193,8 @@ class TrainConfig:
         require(self.eval_every_steps is None or self.eval_every_steps >= 1,
                 f"eval_every_steps must be >= 1, got {self.eval_every_steps}")
         require(self.keep_checkpoints >= 1, f"keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
+        require(self.steps_per_execution >= 0,
+                f"steps_per_execution must be >= 0 (0: automatic), got {self.steps_per_execution}")
 
 
 TUNERS = ("random", "bayesian", "hyperband", "grid")

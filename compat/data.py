@@ -306,9 +306,14 @@ def make_input_fn(
     It declares `params`, `mode`, `config` and `input_context`, so an Estimator
     that passes arguments by signature gives it all four. `params["batch_size"]`
     overrides the batch size; `input_context` shards; predict mode drops labels.
+
+    An Estimator calls the evaluation input_fn at every evaluation; the same
+    call returns the same Dataset, built once (a Dataset is read anew by each
+    iterator, from the cache), so a repeated call costs nothing.
     """
     pipeline_config = config
     source = index(source, config)  # listed once, not at every call
+    built: dict[tuple, tf.data.Dataset] = {}
 
     def input_fn(
         params: dict[str, Any] | None = None,
@@ -319,8 +324,13 @@ def make_input_fn(
         del config
         batch_size = (params or {}).get("batch_size")
         chosen_split = "predict" if mode == "infer" else split
-        return build_dataset(
-            source, pipeline_config, chosen_split, input_context=input_context, batch_size=batch_size
-        )
+        shard = None if input_context is None else (input_context.num_input_pipelines,
+                                                    input_context.input_pipeline_id,
+                                                    input_context.num_replicas_in_sync)
+        key = (chosen_split, batch_size, shard)
+        if key not in built:
+            built[key] = build_dataset(source, pipeline_config, chosen_split, input_context=input_context,
+                                       batch_size=batch_size)
+        return built[key]
 
     return input_fn

@@ -28,6 +28,9 @@ from compat.divergence import TrainingDiverged, is_finite
 from compat.sources import DataSource, SourceIndex
 
 
+_MAX_AUTO_STEPS_PER_EXECUTION = 64  # progress and stop requests are seen at least this often
+
+
 @dataclasses.dataclass(frozen=True)
 class StepPlan:
     """Training as Keras sees it: `periods` "epochs" of `period` steps, validation after each."""
@@ -39,6 +42,18 @@ class StepPlan:
     @property
     def max_steps(self) -> int:
         return self.period * self.periods
+
+    def steps_per_execution(self, requested: int = 0) -> int:
+        """Steps per compiled call: `requested`, or the largest divisor of the period up to 64.
+
+        Keras rounds a period up to whole executions, so only a divisor keeps the step count exact.
+        """
+        if requested:
+            if self.period % requested:
+                raise ValueError(f"steps_per_execution {requested} must divide the evaluation period of "
+                                 f"{self.period} steps (flag --eval_every_steps); Keras would round it up")
+            return requested
+        return max(d for d in range(1, min(self.period, _MAX_AUTO_STEPS_PER_EXECUTION) + 1) if self.period % d == 0)
 
 
 def plan_steps(config: TrainConfig, train_examples: int, batch_size: int) -> StepPlan:
@@ -53,13 +68,14 @@ def plan_steps(config: TrainConfig, train_examples: int, batch_size: int) -> Ste
     return plan
 
 
-def compile_model(model: keras.Model, learning_rate: float, total_steps: int) -> None:
+def compile_model(model: keras.Model, learning_rate: float, total_steps: int, steps_per_execution: int = 1) -> None:
     """Adam with a cosine decay to zero at `total_steps`; logits in, accuracy out."""
     schedule = keras.optimizers.schedules.CosineDecay(learning_rate, decay_steps=max(total_steps, 1))
     model.compile(
         optimizer=keras.optimizers.Adam(schedule),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
+        steps_per_execution=steps_per_execution,
     )
 
 
@@ -115,13 +131,13 @@ class Run:
         return data.make_input_fn(self.index, self.pipeline, split)
 
     def build_model(self, model_config: models.ModelConfig | None = None, train: TrainConfig | None = None,
-                    pipeline: PipelineConfig | None = None, total_steps: int | None = None) -> keras.Model:
+                    pipeline: PipelineConfig | None = None, plan: StepPlan | None = None) -> keras.Model:
         """The seeded, compiled registry model every mode trains (a trial passes its own configs)."""
-        pipeline, train = pipeline or self.pipeline, train or self.train
+        pipeline, train, plan = pipeline or self.pipeline, train or self.train, plan or self.plan
         keras.utils.set_random_seed(train.seed)
         model = models.build_from_config(model_config or self.model_config, data.feature_shape(pipeline),
                                          len(self.class_names), input_name=pipeline.feature_key)
-        compile_model(model, train.learning_rate, total_steps or self.plan.max_steps)
+        compile_model(model, train.learning_rate, plan.max_steps, plan.steps_per_execution(train.steps_per_execution))
         return model
 
     def write_metrics(self, test: Mapping[str, Any], steps: int, start_step: int, train_seconds: float,

@@ -89,7 +89,7 @@ class AudioHyperModel(keras_tuner.HyperModel):
             # value of each choice to learn the space, so build the base model here and let
             # fit() fail the trial.
             pipeline, model_config, train = self.run.pipeline, self.run.model_config, self.run.train
-        return self.run.build_model(model_config, train, pipeline, self._plan(pipeline, train).max_steps)
+        return self.run.build_model(model_config, train, pipeline, self._plan(pipeline, train))
 
     def fit(self, hp: keras_tuner.HyperParameters, model: keras.Model, *args, **kwargs) -> dict:
         """Trains on the trial's datasets; returns the best value of each metric and the wall time.
@@ -108,11 +108,14 @@ class AudioHyperModel(keras_tuner.HyperModel):
         eval_data = self.run.dataset("eval", pipeline)
         data_seconds = time.perf_counter() - started
         epoch_timer, nan_guard = _FirstEpochTimer(), NanGuard()
+        plan = self._plan(pipeline, train)
         try:
+            # Each trial trains the budget the flags give (--max_steps or --epochs, validated every
+            # --eval_every_steps); Hyperband passes its own epochs, each one evaluation period.
             history = model.fit(
                 train_data,
-                steps_per_epoch=self._plan(pipeline, train).steps_per_epoch,
-                epochs=kwargs.get("epochs", train.epochs),
+                steps_per_epoch=plan.period,
+                epochs=kwargs.get("epochs", plan.periods),
                 initial_epoch=kwargs.get("initial_epoch", 0),
                 validation_data=eval_data,
                 callbacks=[nan_guard, *kwargs.get("callbacks", []), epoch_timer],

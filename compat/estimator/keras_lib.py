@@ -84,6 +84,7 @@ class KerasEstimator(Estimator):
         self._restored_from: str | None = None
         self._evaluation_loop = tf.function(self._evaluate_all, reduce_retracing=True)
         self._metrics_built = False
+        self._writers: dict[str, tf.summary.SummaryWriter] = {}
         if self.latest_checkpoint() is None:
             self._write_warm_start()
 
@@ -143,6 +144,12 @@ class KerasEstimator(Estimator):
         self._build_metrics(dataset.element_spec)
         self._loop(iter(dataset), start, last, listeners, callbacks)
         return self
+
+    def _writer(self, folder: str) -> tf.summary.SummaryWriter:
+        """One summary writer (one events file) per folder for this Estimator, as TF 2.15's writer cache."""
+        if folder not in self._writers:
+            self._writers[folder] = tf.summary.create_file_writer(folder)
+        return self._writers[folder]
 
     def _build_metrics(self, element_spec) -> None:
         """Checks the feature names and builds the compiled metrics' state on one batch of zeros.
@@ -219,7 +226,7 @@ class KerasEstimator(Estimator):
 
     def _loop(self, batches, start: int, last: int | None, listeners: Sequence, callbacks: Sequence) -> None:
         config = self._config
-        writer = tf.summary.create_file_writer(self.model_dir)
+        writer = self._writer(self.model_dir)
         train_loop = self._train_loop = getattr(self, "_train_loop", None) or self._make_train_loop()
         for listener in listeners:
             listener.begin()
@@ -298,10 +305,12 @@ class KerasEstimator(Estimator):
         metrics = {renames.get(key, key): float(value) for key, value in results.items()}
         metrics["global_step"] = step
         folder = os.path.join(self.model_dir, "eval" if not name else f"eval_{name}")
-        with tf.summary.create_file_writer(folder).as_default(step=step):
+        writer = self._writer(folder)
+        with writer.as_default(step=step):
             for key, value in metrics.items():
                 if key != "global_step":
                     tf.summary.scalar(key, value)
+        writer.flush()
         logging.info("Saving dict for global step %d: %s", step, metrics)
         return metrics
 
