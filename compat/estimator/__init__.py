@@ -1,17 +1,17 @@
 """tf.estimator on TensorFlow >= 2.16 and Keras 3: `import compat.estimator as estimator`.
 
-Names as in tf.estimator; `install()` makes `tf.estimator.<name>` and
-`tf.keras.estimator.model_to_estimator` resolve to these, so a legacy script
-runs unchanged after one added line.
+Names as in tf.estimator; `install()` makes `tf.estimator.<name>` (and
+`tf.compat.v1.estimator`, `tf.keras.estimator.model_to_estimator`) resolve to
+these, so a legacy program runs unchanged after one added line.
 
-Differences from TensorFlow 2.15, each on purpose:
-  - warm start copies all the Keras model's weights, non-trainable ones too
-    (2.15 copied trainable ones only: batch-norm statistics restarted from zero);
-  - a restart after max_steps was reached trains no extra step;
-  - an input_fn dataset without a final prefetch gets one (logged once);
-  - checkpoints are object-based (`model.ckpt-N.index/.data-*`, no `.meta` graph);
-  - only Keras models: Estimator(model_fn=...) raises NotImplementedError, and hooks
-    must be Keras callbacks (a SessionRunHook gets an error naming its replacement).
+Two engines serve the constructors:
+  - `Estimator(model_fn=...)` and the canned estimators (DNN*, Linear*,
+    DNNLinearCombined*): the graph engine (estimator.py), tf.compat.v1 graphs
+    and sessions with TensorFlow's own hooks, name-based checkpoints as TF 2.15;
+  - `model_to_estimator(keras_model)`: the Keras engine (keras_lib.py), Keras 3
+    eagerly, many steps per compiled call, object-based checkpoints.
+Both share RunConfig, TrainSpec/EvalSpec, train_and_evaluate and the exporters.
+See the README for the differences from TF 2.15, each on purpose.
 """
 
 from __future__ import annotations
@@ -19,17 +19,42 @@ from __future__ import annotations
 import sys
 import types
 
-from compat.estimator import export
+from compat.estimator import early_stopping, export, inputs
+from compat.estimator.canned import (BinaryClassHead, DNNClassifier, DNNEstimator, DNNLinearCombinedClassifier,
+                                     DNNLinearCombinedEstimator, DNNLinearCombinedRegressor, DNNRegressor,
+                                     LinearClassifier, LinearEstimator, LinearRegressor, MultiClassHead,
+                                     RegressionHead, classifier_parse_example_spec, regressor_parse_example_spec)
 from compat.estimator.estimator import Estimator
 from compat.estimator.exporter import BestExporter, Exporter, FinalExporter, LatestExporter
+from compat.estimator.hooks import (CheckpointSaverHook, FeedFnHook, FinalOpsHook, GlobalStepWaiterHook,
+                                    LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, ProfilerHook,
+                                    SecondOrStepTimer, SessionRunArgs, SessionRunContext, SessionRunHook,
+                                    SessionRunValues, StepCounterHook, StopAtStepHook, SummarySaverHook)
 from compat.estimator.keras_lib import model_to_estimator
-from compat.estimator.model_fn import ModeKeys
+from compat.estimator.model_fn import EstimatorSpec, ModeKeys
 from compat.estimator.run_config import RunConfig
 from compat.estimator.training import CheckpointSaverListener, EvalSpec, TrainSpec, train_and_evaluate
+from compat.estimator.warm_starting import VocabInfo, WarmStartSettings
+
+# tf.estimator.experimental
+experimental = types.SimpleNamespace(
+    make_early_stopping_hook=early_stopping.make_early_stopping_hook,
+    stop_if_higher_hook=early_stopping.stop_if_higher_hook,
+    stop_if_lower_hook=early_stopping.stop_if_lower_hook,
+    stop_if_no_decrease_hook=early_stopping.stop_if_no_decrease_hook,
+    stop_if_no_increase_hook=early_stopping.stop_if_no_increase_hook,
+)
 
 __all__ = [
-    "BestExporter", "CheckpointSaverListener", "Estimator", "EvalSpec", "Exporter", "FinalExporter",
-    "LatestExporter", "ModeKeys", "RunConfig", "TrainSpec", "export", "install", "model_to_estimator",
+    "BestExporter", "BinaryClassHead", "CheckpointSaverHook", "CheckpointSaverListener", "DNNClassifier",
+    "DNNEstimator", "DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor",
+    "DNNRegressor", "Estimator", "EstimatorSpec", "EvalSpec", "Exporter", "FeedFnHook", "FinalExporter",
+    "FinalOpsHook", "GlobalStepWaiterHook", "LatestExporter", "LinearClassifier", "LinearEstimator",
+    "LinearRegressor", "LoggingTensorHook", "ModeKeys", "MultiClassHead", "NanLossDuringTrainingError",
+    "NanTensorHook", "ProfilerHook", "RegressionHead", "RunConfig", "SecondOrStepTimer", "SessionRunArgs",
+    "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook",
+    "SummarySaverHook", "TrainSpec", "VocabInfo", "WarmStartSettings", "classifier_parse_example_spec",
+    "experimental", "export", "inputs", "install", "model_to_estimator", "regressor_parse_example_spec",
     "train_and_evaluate", "uninstall",
 ]
 
@@ -47,7 +72,8 @@ def install() -> None:
 
     if _replaced:
         return
-    for owner, name, value in ((tf, "estimator", sys.modules[__name__]),
+    this = sys.modules[__name__]
+    for owner, name, value in ((tf, "estimator", this), (tf.compat.v1, "estimator", this),
                                (tf.keras, "estimator", types.SimpleNamespace(model_to_estimator=model_to_estimator))):
         _replaced.append((owner, name, getattr(owner, name, _MISSING)))
         setattr(owner, name, value)

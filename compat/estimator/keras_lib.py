@@ -58,6 +58,54 @@ def check_hooks(hooks: Iterable | None) -> list[keras.callbacks.Callback]:
     return callbacks
 
 
+# -- model folders written by TF 2.15 ------------------------------------------
+
+_KERAS2_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
+_KERAS2_LAYER = "layer_with_weights-{index}/{name}/.ATTRIBUTES/VARIABLE_VALUE"
+_KERAS2_SLOT = "layer_with_weights-{index}/{name}/.OPTIMIZER_SLOT/optimizer/{slot}/.ATTRIBUTES/VARIABLE_VALUE"
+# A Keras 2 optimizer slot and the Keras 3 optimizer variable that holds the same state.
+_SLOTS_KERAS2_TO_KERAS3 = {"m": "momentum", "v": "velocity", "momentum": "momentum", "rms": "velocity",
+                           "accumulator": "accumulator"}
+
+
+def _restore_keras2_checkpoint(model: keras.Model, global_step: tf.Variable, path: str, stored: dict) -> None:
+    """Loads a TF 2.15 model_to_estimator checkpoint (Keras 2's object names) into a Keras 3 model.
+
+    Keras 2 named a model's weights by the order of the layers that have
+    weights (`layer_with_weights-<i>/<weight>`), which is the order of
+    `model.layers` in Keras 3 too; each weight is matched by its name, each
+    optimizer slot (Adam's m and v, ...) to Keras 3's variable for it, and the
+    global step carries on. A weight that does not line up is an error naming it.
+    """
+    layers = [layer for layer in model.layers if layer.weights]
+    optimizer_variables = {variable.path.split("/")[-1]: variable for variable in model.optimizer.variables}
+    slot_count = 0
+    for index, layer in enumerate(layers):
+        for weight in layer.weights:
+            name = weight.path.split("/")[-1]
+            key = _KERAS2_LAYER.format(index=index, name=name)
+            if key not in stored:
+                raise ValueError(f"{path} was written for another model: it has no '{key}' for the weight "
+                                 f"'{weight.path}' of layer {index} ('{layer.name}'); build the same architecture "
+                                 "as the program that wrote it")
+            value = tf.train.load_variable(path, key)
+            if tuple(value.shape) != tuple(weight.shape):
+                raise ValueError(f"{path}: '{key}' has shape {value.shape} but the model's '{weight.path}' has "
+                                 f"{tuple(weight.shape)}; build the same architecture as the program that wrote it")
+            weight.assign(value)
+            for slot, suffix in _SLOTS_KERAS2_TO_KERAS3.items():
+                slot_key = _KERAS2_SLOT.format(index=index, name=name, slot=slot)
+                target = optimizer_variables.get(f"{weight.path.replace('/', '_')}_{suffix}")
+                if slot_key in stored and target is not None:
+                    target.assign(tf.train.load_variable(path, slot_key))
+                    slot_count += 1
+    step = tf.train.load_variable(path, _KERAS2_GLOBAL_STEP)
+    global_step.assign(step)
+    model.optimizer.iterations.assign(step)
+    logging.info("Restored %s, written by TensorFlow 2.15's model_to_estimator: %d layers' weights by layer order, "
+                 "%d optimizer slots, global step %d", path, len(layers), slot_count, step)
+
+
 # -- the engine -------------------------------------------------------------
 
 _MAX_STEPS_PER_CALL = 1000  # bounds the time between two looks at a stop request
@@ -105,7 +153,11 @@ class KerasEstimator(Estimator):
         if path is None:
             return int(self._global_step.numpy())
         if path != self._restored_from:
-            self._checkpoint.restore(path).assert_existing_objects_matched()
+            stored = dict(tf.train.list_variables(path))
+            if _KERAS2_GLOBAL_STEP in stored:
+                _restore_keras2_checkpoint(self._model, self._global_step, path, stored)
+            else:
+                self._checkpoint.restore(path).assert_existing_objects_matched()
             self._restored_from = path
         return int(self._global_step.numpy())
 

@@ -14,6 +14,7 @@ import os
 import time
 from typing import Callable, Sequence
 
+import tensorflow as tf
 from absl import logging
 
 from compat.estimator.estimator import Estimator
@@ -64,20 +65,8 @@ class EvalSpec:
         object.__setattr__(self, "exporters", tuple(exporters))
 
 
-class CheckpointSaverListener:
-    """Called around checkpoint saves (tf.estimator.CheckpointSaverListener)."""
-
-    def begin(self):
-        pass
-
-    def before_save(self, session, global_step_value):
-        pass
-
-    def after_save(self, session, global_step_value):
-        """Return True to stop training."""
-
-    def end(self, session, global_step_value):
-        pass
+# Called around checkpoint saves; `after_save` returning True stops training. TensorFlow's own class.
+CheckpointSaverListener = tf.compat.v1.train.CheckpointSaverListener
 
 
 class _EvaluateAfterSaves(CheckpointSaverListener):

@@ -1,0 +1,472 @@
+"""The graph engine: Estimator(model_fn=...), hooks, warm starts, exports and canned estimators, as TF 2.15."""
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat.estimator as estimator
+from conftest import HELPERS, REPO
+
+FIXTURES = os.path.join(REPO, "..", "shared", "fixtures", "tf215")
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(240, 4)).astype("float32")
+Y = ((X[:, 0] > 0).astype("int32") + (X[:, 1] > 1).astype("int32"))
+
+
+def input_fn(repeat=True, batch=32, labels=Y):
+    def fn():
+        dataset = tf.data.Dataset.from_tensor_slices(({"x": X}, labels))
+        return (dataset.repeat() if repeat else dataset).batch(batch)
+    return fn
+
+
+def model_fn(features, labels, mode, params):
+    """A TF 1.x-style model_fn: tf.compat.v1 variables, losses, metrics and optimizer."""
+    with tf.compat.v1.variable_scope("hidden"):
+        kernel = tf.compat.v1.get_variable("kernel", [4, 8])
+        hidden = tf.nn.relu(tf.matmul(features["x"], kernel))
+    with tf.compat.v1.variable_scope("logits"):
+        logits = tf.matmul(hidden, tf.compat.v1.get_variable("kernel", [8, 3]))
+    predictions = {"class_ids": tf.argmax(logits, 1), "probabilities": tf.nn.softmax(logits)}
+    if mode == estimator.ModeKeys.PREDICT:
+        return estimator.EstimatorSpec(mode, predictions=predictions)
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    if mode == estimator.ModeKeys.EVAL:
+        return estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={
+            "accuracy": tf.compat.v1.metrics.accuracy(labels, predictions["class_ids"])})
+    train_op = tf.compat.v1.train.AdamOptimizer(params.get("learning_rate", 0.05)).minimize(
+        loss, global_step=tf.compat.v1.train.get_global_step())
+    return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def make(model_dir, **config):
+    config.setdefault("save_checkpoints_steps", 10)
+    return estimator.Estimator(model_fn, str(model_dir), estimator.RunConfig(tf_random_seed=1, **config), params={})
+
+
+def event_tags(folder):
+    tags = {}
+    for path in glob.glob(os.path.join(folder, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                tags.setdefault(value.tag, []).append((event.step, value))
+    return tags
+
+
+def test_a_model_fn_estimator_writes_tf_2_15s_files_and_types(tmp_path):
+    est = make(tmp_path, save_checkpoints_steps=20, save_summary_steps=10, log_step_count_steps=10)
+    assert est.train(input_fn(), max_steps=40) is est
+    assert sorted(os.path.basename(p) for p in glob.glob(f"{tmp_path}/model.ckpt-*.meta")) == [
+        "model.ckpt-0.meta", "model.ckpt-20.meta", "model.ckpt-40.meta"]
+    assert (tmp_path / "graph.pbtxt").is_file() and (tmp_path / "checkpoint").is_file()
+    assert {"loss", "global_step/sec"} <= set(event_tags(str(tmp_path)))
+    result = est.evaluate(input_fn(repeat=False))
+    assert set(result) == {"accuracy", "loss", "global_step"}
+    assert type(result["loss"]) is np.float32 and type(result["global_step"]) is np.int64
+    assert result["global_step"] == 40
+    tags = event_tags(str(tmp_path / "eval"))
+    assert {"accuracy", "loss", "checkpoint_path"} <= set(tags)
+    (step, value), = tags["checkpoint_path"]
+    assert step == 40 and tf.make_ndarray(value.tensor).item().decode().endswith("model.ckpt-40")
+    est.evaluate(input_fn(repeat=False), steps=2, name="holdout")
+    assert glob.glob(f"{tmp_path}/eval_holdout/events.out.tfevents.*") and est.eval_dir("holdout").endswith("eval_holdout")
+    assert est.get_variable_value("global_step") == 40 and "hidden/kernel" in est.get_variable_names()
+    calls = []
+    assert est.train(lambda: calls.append(1), max_steps=40) is est  # already there: no input_fn call
+    assert calls == [] and est.get_variable_value("global_step") == 40
+
+
+def test_model_fn_arguments_by_signature_and_params(tmp_path):
+    seen = {}
+
+    def recording_model_fn(features, labels, mode, params, config):
+        seen.update(mode=mode, params=params, config=config, labels=labels is not None)
+        return model_fn(features, labels, mode, params)
+
+    est = estimator.Estimator(recording_model_fn, str(tmp_path), params={"learning_rate": 0.1})
+    est.train(input_fn(), steps=1)
+    assert seen["mode"] == "train" and seen["params"] == {"learning_rate": 0.1} and seen["labels"]
+    assert isinstance(seen["config"], estimator.RunConfig) and seen["config"].model_dir == str(tmp_path)
+    assert est.params == {"learning_rate": 0.1}
+    with pytest.raises(ValueError, match="does not include params argument"):
+        estimator.Estimator(lambda features, labels, mode: None, params={"a": 1})
+    with pytest.raises(ValueError, match="must include features argument"):
+        estimator.Estimator(lambda inputs, labels, mode: None)
+    no_labels = estimator.Estimator(lambda features, mode: model_fn(features, None, mode, {}), str(tmp_path / "b"))
+    with pytest.raises(ValueError, match="model_fn does not take labels, but input_fn returns labels"):
+        no_labels.train(input_fn(), steps=1)
+
+
+@pytest.mark.parametrize("mode,build,message", [
+    ("train", lambda loss: estimator.EstimatorSpec("train", loss=loss), "Missing train_op"),
+    ("infer", lambda loss: estimator.EstimatorSpec("infer"), "Missing predictions"),
+    ("eval", lambda loss: estimator.EstimatorSpec("eval", loss=tf.ones([3])), "loss must be a scalar"),
+    ("train", lambda loss: {"loss": loss}, "model_fn should return an EstimatorSpec"),
+])
+def test_a_model_fn_returning_the_wrong_thing_gets_a_named_error(tmp_path, mode, build, message):
+    def bad_model_fn(features, labels, mode: str):
+        if mode != bad_mode:
+            return model_fn(features, labels, mode, {})
+        return build(tf.reduce_mean(tf.matmul(features["x"], tf.compat.v1.get_variable("w", [4, 3]))))
+
+    bad_mode = mode
+    est = estimator.Estimator(bad_model_fn, str(tmp_path))
+    call = {"train": lambda: est.train(input_fn(), steps=1), "eval": lambda: est.evaluate(input_fn(False)),
+            "infer": lambda: list(est.predict(input_fn(False)))}[mode]
+    with pytest.raises((ValueError, TypeError), match=message):
+        call()
+    assert not glob.glob(f"{tmp_path}/model.ckpt-*")  # nothing a rerun would trip on
+
+
+class Recorder(estimator.SessionRunHook):
+    def __init__(self, stop_at=None):
+        self.calls, self.steps, self.stop_at = [], [], stop_at
+
+    def begin(self):
+        self.calls.append("begin")
+        self.step = tf.compat.v1.train.get_global_step()
+
+    def after_create_session(self, session, coord):
+        self.calls.append("after_create_session")
+
+    def before_run(self, run_context):
+        self.calls.append("before_run")
+        return estimator.SessionRunArgs({"step": self.step})
+
+    def after_run(self, run_context, run_values):
+        self.calls.append("after_run")
+        self.steps.append(int(run_values.results["step"]))
+        if self.stop_at is not None and run_values.results["step"] + 1 >= self.stop_at:
+            run_context.request_stop()
+
+    def end(self, session):
+        self.calls.append("end")
+
+
+def test_session_run_hooks_are_called_in_order_and_can_stop_training(tmp_path):
+    est = make(tmp_path, save_checkpoints_steps=100)
+    hook = Recorder()
+    est.train(input_fn(), steps=3, hooks=[hook])
+    assert hook.calls == ["begin", "after_create_session", *["before_run", "after_run"] * 3, "end"]
+    assert hook.steps == [0, 1, 2]  # the global step before each run's increment, as TF 2.15
+    stopper = Recorder(stop_at=5)
+    est.train(input_fn(), steps=100, hooks=[stopper])
+    assert est.latest_checkpoint().endswith("model.ckpt-5")  # the final checkpoint of a stopped run
+    with pytest.raises(TypeError, match="must be SessionRunHook instances"):
+        est.train(input_fn(), steps=1, hooks=["not a hook"])
+
+
+def test_stock_hooks_and_a_nan_loss_behave_as_tf_2_15(tmp_path, caplog):
+    def nan_model_fn(features, labels, mode):
+        spec = model_fn(features, labels, mode, {})
+        step = tf.compat.v1.train.get_global_step()
+        loss = tf.where(step >= 2, tf.constant(float("nan")), spec.loss)
+        return spec._replace(loss=loss)
+
+    est = estimator.Estimator(nan_model_fn, str(tmp_path), estimator.RunConfig(save_checkpoints_steps=100))
+    hook = Recorder()
+    with pytest.raises(estimator.NanLossDuringTrainingError):
+        est.train(input_fn(), steps=10, hooks=[hook])
+    assert "end" not in hook.calls  # TF 2.15 did not call end() after a NaN loss
+    assert est.latest_checkpoint().endswith("model.ckpt-0")
+    logged = make(tmp_path / "logged")
+    with caplog.at_level("INFO"):
+        logged.train(input_fn(), hooks=[estimator.LoggingTensorHook({"the_step": "global_step:0"}, every_n_iter=2),
+                                        estimator.StopAtStepHook(last_step=4)])
+    assert logged.get_variable_value("global_step") == 4 and "the_step" in caplog.text
+
+
+def test_stop_if_no_decrease_hook_ends_train_and_evaluate_as_tf_2_15(tmp_path):
+    def metric_model_fn(features, labels, mode):
+        spec = model_fn(features, labels, mode, {})
+        if mode == estimator.ModeKeys.EVAL:  # a metric that never decreases: the global step
+            step = tf.cast(tf.compat.v1.train.get_global_step(), tf.float32)
+            spec = spec._replace(eval_metric_ops={**spec.eval_metric_ops, "m": (step, tf.no_op())})
+        return spec
+
+    est = estimator.Estimator(metric_model_fn, str(tmp_path), estimator.RunConfig(save_checkpoints_steps=10))
+    hook = estimator.experimental.stop_if_no_decrease_hook(est, "m", max_steps_without_decrease=20,
+                                                           run_every_secs=None, run_every_steps=1)
+    result, exports = estimator.train_and_evaluate(
+        est, estimator.TrainSpec(input_fn(), max_steps=100, hooks=[hook]),
+        estimator.EvalSpec(input_fn(False), steps=None, throttle_secs=0))
+    assert result["global_step"] == 30 and exports == []  # evaluations at 10, 20, 30, then the stop
+
+
+def test_warm_start_from_a_folder_or_settings(tmp_path):
+    source = make(tmp_path / "source")
+    source.train(input_fn(), max_steps=20)
+    trained = {name: source.get_variable_value(name) for name in ("hidden/kernel", "logits/kernel")}
+
+    def frozen_model_fn(features, labels, mode, params):
+        return model_fn(features, labels, mode, {"learning_rate": 0.0})
+
+    for target, warm_start_from, warmed in [
+            ("all", str(tmp_path / "source"), {"hidden/kernel", "logits/kernel"}),
+            ("some", estimator.WarmStartSettings(str(tmp_path / "source"), vars_to_warm_start="hidden.*"),
+             {"hidden/kernel"})]:
+        est = estimator.Estimator(frozen_model_fn, str(tmp_path / target), warm_start_from=warm_start_from, params={})
+        est.train(input_fn(), steps=1)
+        for name, value in trained.items():
+            assert np.array_equal(est.get_variable_value(name), value) == (name in warmed), (target, name)
+    missing = estimator.Estimator(model_fn, str(tmp_path / "x"), warm_start_from=str(tmp_path / "nowhere"), params={})
+    with pytest.raises(ValueError, match="nowhere' does not exist"):
+        missing.train(input_fn(), steps=1)
+    assert not glob.glob(str(tmp_path / "x" / "model.ckpt-*"))
+
+
+def test_a_checkpoint_of_another_model_is_a_named_error(tmp_path):
+    make(tmp_path).train(input_fn(), steps=1)
+
+    def other_model_fn(features, labels, mode):
+        logits = tf.matmul(features["x"], tf.compat.v1.get_variable("other/kernel", [4, 3]))
+        loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step())
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, predictions=logits)
+
+    with pytest.raises(ValueError, match="was written by another model: it lacks other/kernel"):
+        estimator.Estimator(other_model_fn, str(tmp_path)).train(input_fn(), steps=1)
+
+
+def _examples(rows):
+    return tf.constant([tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=row.tolist()))})).SerializeToString()
+        for row in rows])
+
+
+def test_exports_serve_what_the_receiver_describes_with_tf_2_15s_names(tmp_path):
+    est = make(tmp_path)
+    est.train(input_fn(), steps=5)
+    expected = np.stack([p["probabilities"] for p in est.predict(input_fn(False, 8))][:4])
+    spec = {"x": tf.io.FixedLenFeature([4], tf.float32)}
+    parsing = est.export_saved_model(str(tmp_path / "export"),
+                                     estimator.export.build_parsing_serving_input_receiver_fn(spec))
+    loaded = tf.saved_model.load(parsing.decode())
+    assert list(loaded.signatures) == ["serving_default"]
+    served = loaded.signatures["serving_default"](examples=_examples(X[:4]))
+    np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=1e-6)
+    raw = est.export_saved_model(str(tmp_path / "export"),
+                                 estimator.export.build_raw_serving_input_receiver_fn({"x": tf.zeros([1, 4])}))
+    raw_signature = tf.saved_model.load(raw.decode()).signatures["serving_default"]
+    assert set(raw_signature.structured_input_signature[1]) == {"x"}
+    np.testing.assert_allclose(raw_signature(x=tf.constant(X[:4]))["probabilities"].numpy(), expected, atol=1e-6)
+    assert not [n for n in os.listdir(tmp_path / "export") if n.startswith(".") or n.startswith("temp")]
+    with pytest.raises(ValueError, match="An input_receiver_fn must be defined"):
+        est.export_saved_model(str(tmp_path / "export"), None)
+
+    def single_output_model_fn(features, labels, mode):
+        spec = model_fn(features, labels, mode, {})
+        return spec._replace(predictions=spec.predictions["probabilities"]) if mode == "infer" else spec
+
+    single = estimator.Estimator(single_output_model_fn, str(tmp_path))
+    exported = single.export_saved_model(str(tmp_path / "single"),
+                                         estimator.export.build_raw_serving_input_receiver_fn({"x": tf.zeros([1, 4])}))
+    assert list(tf.saved_model.load(exported.decode()).signatures["serving_default"].structured_outputs) == ["output"]
+    assert np.asarray(next(single.predict(input_fn(False, 8)))).shape == (3,)  # bare arrays, not dicts
+
+
+def test_dnn_classifier_keys_metrics_variables_and_signatures(tmp_path):
+    columns = [tf.feature_column.numeric_column("x", shape=(4,))]
+    est = estimator.DNNClassifier([8, 4], columns, model_dir=str(tmp_path), n_classes=3,
+                                  config=estimator.RunConfig(tf_random_seed=1))
+    est.train(input_fn(), steps=20)
+    prediction = next(est.predict(input_fn(False)))
+    assert set(prediction) == {"all_class_ids", "all_classes", "class_ids", "classes", "logits", "probabilities"}
+    assert prediction["class_ids"].dtype == np.int64 and prediction["all_class_ids"].dtype == np.int32
+    assert prediction["classes"].dtype == object and list(prediction["all_classes"]) == [b"0", b"1", b"2"]
+    result = est.evaluate(input_fn(False))
+    assert set(result) == {"accuracy", "average_loss", "loss", "global_step"}
+    assert {"dnn/hiddenlayer_0/kernel", "dnn/logits/bias", "training/Adagrad/learning_rate",
+            "training/Adagrad/dnn/hiddenlayer_1/kernel/accumulator"} <= set(est.get_variable_names())
+    assert est.get_variable_value("training/Adagrad/learning_rate") == pytest.approx(0.001)
+    parsing = est.export_saved_model(str(tmp_path / "export"), estimator.export.build_parsing_serving_input_receiver_fn(
+        tf.feature_column.make_parse_example_spec(columns)))
+    signatures = tf.saved_model.load(parsing.decode()).signatures
+    assert set(signatures) == {"serving_default", "classification", "predict"}
+    assert set(signatures["serving_default"].structured_input_signature[1]) == {"inputs"}
+    assert set(signatures["predict"].structured_input_signature[1]) == {"examples"}
+    classified = signatures["serving_default"](inputs=_examples(X[:2]))
+    np.testing.assert_allclose(classified["scores"].numpy()[0], prediction["probabilities"], atol=1e-6)
+    raw = est.export_saved_model(str(tmp_path / "export"),
+                                 estimator.export.build_raw_serving_input_receiver_fn({"x": tf.zeros([1, 4])}))
+    assert set(tf.saved_model.load(raw.decode()).signatures) == {"predict"}  # as TF 2.15: no classify from raw inputs
+
+
+def test_binary_classifier_with_a_vocabulary_and_weights(tmp_path):
+    words = np.array(["neg", "pos"])[(X[:, 0] > 0).astype(int)]
+    weights = RNG.uniform(0.5, 2.0, len(X)).astype("float32")
+
+    def weighted_input_fn():
+        return tf.data.Dataset.from_tensor_slices(({"x": X, "w": weights}, words)).batch(40)
+
+    est = estimator.LinearClassifier([tf.feature_column.numeric_column("x", shape=(4,))], model_dir=str(tmp_path),
+                                     n_classes=2, weight_column="w", label_vocabulary=["neg", "pos"])
+    est.train(lambda: weighted_input_fn().repeat(), steps=30)
+    prediction = next(est.predict(weighted_input_fn))
+    assert "logistic" in prediction and prediction["probabilities"].shape == (2,)
+    assert list(prediction["all_classes"]) == [b"neg", b"pos"] and prediction["classes"][0] in (b"neg", b"pos")
+    result = est.evaluate(weighted_input_fn)
+    assert set(result) == {"accuracy", "accuracy_baseline", "auc", "auc_precision_recall", "average_loss",
+                           "label/mean", "loss", "precision", "prediction/mean", "recall", "global_step"}
+    assert result["accuracy"] > 0.8
+    assert est.get_variable_value("training/Ftrl/learning_rate") == pytest.approx(0.2)
+
+
+def test_regressors_and_wide_and_deep(tmp_path):
+    target = (X @ np.array([1.0, -1.0, 0.5, 0.0])).astype("float32")
+    columns = [tf.feature_column.numeric_column("x", shape=(4,))]
+    bucket = tf.feature_column.bucketized_column(tf.feature_column.numeric_column("x0"), [-1.0, 0.0, 1.0])
+
+    def regression_input_fn():
+        return tf.data.Dataset.from_tensor_slices(({"x": X, "x0": X[:, 0]}, target)).batch(40)
+
+    regressor = estimator.DNNRegressor([8], columns, model_dir=str(tmp_path / "dnn"))
+    regressor.train(lambda: regression_input_fn().repeat(), steps=10)
+    assert set(next(regressor.predict(regression_input_fn))) == {"predictions"}
+    assert set(regressor.evaluate(regression_input_fn)) == {"average_loss", "label/mean", "loss", "prediction/mean",
+                                                            "global_step"}
+    combined = estimator.DNNLinearCombinedClassifier(
+        model_dir=str(tmp_path / "wide_deep"), linear_feature_columns=[bucket], dnn_feature_columns=columns,
+        dnn_hidden_units=[8], n_classes=3)
+    combined.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": X, "x0": X[:, 0]}, Y)).repeat().batch(40),
+                   steps=5)
+    names = set(combined.get_variable_names())
+    assert {"dnn/hiddenlayer_0/kernel", "linear/linear_model/x0_bucketized/weights", "training/Ftrl/iter",
+            "training/Adagrad/learning_rate"} <= names and "training/Adagrad/iter" not in names
+    assert combined.get_variable_value("training/Ftrl/learning_rate") == pytest.approx(0.005)
+    assert combined.get_variable_value("training/Ftrl/iter") == 5
+
+
+def test_optimizers_are_given_as_tf_2_15_took_them(tmp_path):
+    import keras
+
+    columns = [tf.feature_column.numeric_column("x", shape=(4,))]
+    for name, optimizer, variable, rate in [("adam", "Adam", "training/Adam/learning_rate", 0.001),
+                                            ("sgd", "SGD", "training/SGD/learning_rate", 0.01),
+                                            ("keras", keras.optimizers.Adagrad(0.3), "training/Adagrad/learning_rate",
+                                             0.3),
+                                            ("callable", lambda: keras.optimizers.RMSprop(0.02),
+                                             "training/RMSprop/learning_rate", 0.02)]:
+        est = estimator.DNNClassifier([4], columns, model_dir=str(tmp_path / name), n_classes=3, optimizer=optimizer)
+        est.train(input_fn(), steps=2)
+        assert est.get_variable_value(variable) == pytest.approx(rate), name
+    with pytest.raises(ValueError, match="not a tf.keras.optimizers.Optimizer instance"):  # at once, not at train
+        estimator.DNNClassifier([4], columns, model_dir=str(tmp_path / "v1"), n_classes=3,
+                                optimizer=tf.compat.v1.train.AdamOptimizer())
+
+
+def test_numpy_and_pandas_input_fns():
+    import pandas
+
+    with pytest.raises(ValueError, match="shuffle must be provided explicitly"):
+        estimator.inputs.numpy_input_fn({"x": X}, Y)
+    batches = list(estimator.inputs.numpy_input_fn({"x": X[:10]}, Y[:10], batch_size=4, shuffle=False)())
+    assert [len(labels) for _, labels in batches] == [4, 4, 2]  # the last batch is smaller
+    np.testing.assert_array_equal(batches[0][0]["x"].numpy(), X[:4])
+    twice = list(estimator.inputs.numpy_input_fn(X[:10], batch_size=5, num_epochs=2, shuffle=True)())
+    assert len(twice) == 4 and isinstance(twice[0], tf.Tensor)  # an array in: a tensor out, not a dict
+    with pytest.raises(ValueError, match="mismatched"):
+        estimator.inputs.numpy_input_fn({"x": X[:5]}, Y[:4], shuffle=False)
+    frame = pandas.DataFrame({"a": X[:6, 0], "b": X[:6, 1]})
+    features, labels = next(iter(estimator.inputs.pandas_input_fn(frame, pandas.Series(Y[:6]), batch_size=6,
+                                                                  shuffle=False)()))
+    assert set(features) == {"a", "b"} and labels.shape == (6,)
+    est = estimator.DNNClassifier([4], [tf.feature_column.numeric_column("x", shape=(4,))], n_classes=3)
+    est.train(estimator.inputs.numpy_input_fn({"x": X}, Y, batch_size=32, num_epochs=None, shuffle=True), steps=3)
+    assert est.get_variable_value("global_step") == 3
+
+
+@pytest.fixture
+def installed():
+    estimator.install()
+    yield
+    estimator.uninstall()
+
+
+def _run_program(path, *args):
+    """Runs a legacy program's text as `__main__` in this process; returns the JSON line it printed last."""
+    import contextlib
+    import io
+
+    output, argv = io.StringIO(), sys.argv
+    sys.argv = [path, *args]
+    try:
+        with contextlib.redirect_stdout(output):
+            exec(compile(open(path).read(), path, "exec"), {"__name__": "__main__"})
+    finally:
+        sys.argv = argv
+    return json.loads(output.getvalue().strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not os.path.isdir(FIXTURES), reason="../shared/fixtures/tf215 not found")
+@pytest.mark.parametrize("steps", [0, 10])
+def test_tf_2_15_model_folders_restore_predict_and_train_on_as_tf_2_15(tmp_path, installed, steps):
+    """Each of the four folders TF 2.15 trained predicts TF 2.15's values as it is (steps 0), and after 10 more
+    steps on fixed data predicts what TF 2.15 predicted after the same 10 steps (an oracle recorded with TF 2.15
+    by the same program: tests/data/tf215_train_on.json)."""
+    after = _run_program(os.path.join(HELPERS, "tf215_train_on.py"), FIXTURES, str(tmp_path), str(steps))
+    oracle = json.load(open(os.path.join(REPO, "tests", "data", "tf215_train_on.json")))
+    for name in ("model_fn", "dnn_classifier", "linear_regressor", "keras"):
+        if steps == 0:
+            expected = json.load(open(os.path.join(FIXTURES, name, "expected.json")))
+            want, step = expected["predictions"], expected["global_step"]
+        else:
+            want, step = oracle[name]["predictions"], oracle[name]["global_step"]
+        assert after[name]["global_step"] == step, name
+        for key, values in after[name]["predictions"].items():
+            np.testing.assert_allclose(values, np.asarray(want[key], float), atol=1e-4, err_msg=f"{name} {key}")
+
+
+@pytest.mark.parametrize("variant", ["import_changed", "install"])
+def test_a_2018_style_model_fn_program_runs(tmp_path, variant):
+    path = os.path.join(HELPERS, "legacy_model_fn_program.py")
+    if variant == "import_changed":
+        changed = tmp_path / "program.py"
+        changed.write_text(open(path).read().replace("estimator = tf.estimator", "import compat.estimator as estimator"))
+        result = _run_program(str(changed), str(tmp_path / "run"))
+    else:
+        estimator.install()
+        try:
+            result = _run_program(path, str(tmp_path / "run"))
+        finally:
+            estimator.uninstall()
+    assert result["global_step"] == 400 and result["accuracy"] > 0.7
+    assert result["metric_keys"] == ["accuracy", "global_step", "loss"]
+    assert result["served"] == result["predicted"]  # the parsing export serves what predict() gives
+    assert result["checkpoints"] == [f"model.ckpt-{n}.meta" for n in (0, 100, 200, 300, 400)]
+
+
+def test_install_resolves_the_tf_estimator_names_legacy_programs_use(installed):
+    assert tf.estimator.Estimator is estimator.Estimator and tf.estimator.EstimatorSpec is estimator.EstimatorSpec
+    assert tf.estimator.SessionRunHook is tf.compat.v1.train.SessionRunHook
+    assert tf.estimator.WarmStartSettings is estimator.WarmStartSettings
+    assert tf.compat.v1.estimator.inputs.numpy_input_fn is estimator.inputs.numpy_input_fn
+    assert tf.estimator.experimental.stop_if_no_increase_hook is not None
+    assert tf.estimator.DNNClassifier is estimator.DNNClassifier
+
+
+def test_a_model_fn_program_resumes_after_kill_9(tmp_path):
+    command = [sys.executable, "-c", "import compat.estimator, runpy, sys; compat.estimator.install(); "
+               "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
+               os.path.join(HELPERS, "legacy_model_fn_program.py"), str(tmp_path / "run")]
+    import signal
+    import time
+
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not glob.glob(str(tmp_path / "run" / "model.ckpt-100.index")) and time.time() < deadline:
+        assert process.poll() is None
+        time.sleep(0.1)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1])["global_step"] == 400
