@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 import compat.estimator as estimator
+from compat.estimator import keras_checkpoint
 from conftest import HELPERS, REPO
 
 RNG = np.random.default_rng(0)
@@ -162,7 +163,7 @@ def test_exporters_write_their_folders(tmp_path):
     latest = [n for n in os.listdir(tmp_path / "export" / "latest") if n.isdigit()]
     assert len(latest) == 2  # three evaluations, two kept
     assert len(os.listdir(tmp_path / "export" / "final")) == 1  # the final evaluation only
-    assert os.path.isfile(tmp_path / "export" / "best_exporter" / "best_eval.json")
+    assert all(name.isdigit() for name in os.listdir(tmp_path / "export" / "best_exporter"))  # exports only
     assert results[0].startswith(str(tmp_path / "export" / "latest").encode())
     assert results[1].startswith(str(tmp_path / "export" / "final").encode())
 
@@ -181,7 +182,8 @@ def test_predict_and_export_match_the_keras_model(tmp_path):
     assert isinstance(path, bytes) and os.path.basename(path).isdigit()
     assert not glob.glob(str(tmp_path / "exports" / "temp-*"))
     served = tf.saved_model.load(path.decode())
-    np.testing.assert_allclose(served.serve({"x": X[:32]}).numpy(), expected, atol=1e-5)
+    np.testing.assert_allclose(served.signatures["serving_default"](x=tf.constant(X[:32]))["logits"].numpy(), expected,
+                               atol=1e-5)
 
 
 def test_warm_start_copies_all_weights_and_restarts_from_checkpoints(tmp_path):
@@ -243,7 +245,7 @@ def test_input_fn_arguments_are_injected_by_signature(tmp_path):
     assert seen == {"mode": "eval"}
 
 
-def test_hooks_take_keras_callbacks_and_refuse_session_run_hooks(tmp_path):
+def test_hooks_take_keras_callbacks_and_simple_session_run_hooks(tmp_path):
     est = make_estimator(tmp_path)
     seen = []
 
@@ -261,8 +263,8 @@ def test_hooks_take_keras_callbacks_and_refuse_session_run_hooks(tmp_path):
 
     est.train(CountingInputFn(), steps=20, hooks=[StopAtFive()])
     assert steps_in(tmp_path)[-1] == 5  # the callback stopped training, and the final step was saved
-    with pytest.raises(TypeError, match="StopAtStepHook .* Use train\\(max_steps=...\\)"):
-        est.train(CountingInputFn(), steps=1, hooks=[tf.compat.v1.train.StopAtStepHook(last_step=5)])
+    est.train(CountingInputFn(), steps=20, hooks=[tf.compat.v1.train.StopAtStepHook(last_step=8)])
+    assert steps_in(tmp_path)[-1] == 8  # TensorFlow's own SessionRunHook, run without a Session
 
 
 def test_an_uncompiled_model_is_refused_with_what_to_do():
@@ -335,7 +337,7 @@ def test_kill_9_then_train_and_evaluate_resumes(tmp_path):
     result = subprocess.run([sys.executable, *prelude, *command[1:]], env=env, cwd=REPO,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert steps_in(tmp_path)[-1] == 60 and "global_step': 60" in result.stdout
+    assert steps_in(tmp_path)[-1] == 60 and "'global_step': np.int64(60)" in result.stdout  # TF 2.15's types
     assert f"first step {killed_at + 1}\n" in result.stdout  # resumed from the last checkpoint, not step 0
 
 
@@ -349,7 +351,8 @@ def test_loss_is_the_mean_of_batch_losses_and_extra_features_are_ignored(tmp_pat
 
     result = est.evaluate(uneven_input_fn)
     model = make_model()
-    tf.train.Checkpoint(model=model).read(est.latest_checkpoint()).expect_partial()
+    keras_checkpoint.checkpoint_root(model, tf.Variable(0, dtype=tf.int64), with_optimizer=False).read(
+        est.latest_checkpoint()).expect_partial()
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     by_batch = [float(loss(Y[i:i + 100], model({"x": X[i:i + 100]}, training=False))) for i in (0, 100, 200)]
     assert result["loss"] == pytest.approx(np.mean(by_batch), rel=1e-4)
@@ -362,7 +365,7 @@ def test_receiver_helpers_of_legacy_exporters_are_accepted(tmp_path):
     est = make_estimator(tmp_path)
     receiver = estimator.export.build_raw_serving_input_receiver_fn({"x": tf.zeros([1, 8])})
     path = est.export_saved_model(str(tmp_path / "exports"), receiver)
-    assert tf.saved_model.load(path.decode()).serve({"x": X[:2]}).shape == (2, 2)
+    assert tf.saved_model.load(path.decode()).signatures["serving_default"](x=tf.constant(X[:2]))["logits"].shape == (2, 2)
 
 
 def test_a_model_compiled_with_a_lambda_loss_converts(tmp_path):
@@ -374,3 +377,186 @@ def test_a_model_compiled_with_a_lambda_loss_converts(tmp_path):
     assert set(est.evaluate(CountingInputFn(repeat=False))) == {"accuracy", "loss", "global_step"}
     with pytest.raises(NotImplementedError, match="checkpoint_format='saver'"):
         estimator.model_to_estimator(keras_model=make_model(), checkpoint_format="saver")
+
+
+# -- issue 11: fidelity to TF 2.15, round 2 ------------------------------------------------------------
+
+
+def two_output_model():
+    inputs = keras.Input((8,), name="x")
+    hidden = keras.layers.Dense(8, activation="relu")(inputs)
+    model = keras.Model({"x": inputs}, [keras.layers.Dense(3, name="a")(hidden), keras.layers.Dense(1, name="b")(hidden)])
+    model.compile("adam", loss={"a": keras.losses.SparseCategoricalCrossentropy(from_logits=True), "b": "mse"},
+                  metrics={"a": ["accuracy"], "b": ["mae"]})
+    return model
+
+
+def two_output_input_fn():
+    return tf.data.Dataset.from_tensor_slices(({"x": X}, {"a": Y, "b": X[:, :1]})).batch(32)
+
+
+def _example(row):
+    return tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=row.tolist()))})).SerializeToString()
+
+
+def test_the_export_serves_what_the_receiver_describes(tmp_path):
+    est = estimator.model_to_estimator(keras_model=two_output_model(), model_dir=str(tmp_path))
+    est.train(lambda: two_output_input_fn().repeat(), steps=3)
+    expected = list(est.predict(two_output_input_fn, yield_single_examples=False))[0]
+    parsing = estimator.export.build_parsing_serving_input_receiver_fn({"x": tf.io.FixedLenFeature([8], tf.float32)})
+    loaded = tf.saved_model.load(est.export_saved_model(str(tmp_path / "export"), parsing).decode())
+    assert list(loaded.signatures) == ["serving_default"]  # TF 2.15's names: no extra `serve`
+    signature = loaded.signatures["serving_default"]
+    assert set(signature.structured_input_signature[1]) == {"examples"}
+    served = signature(examples=tf.constant([_example(row) for row in X[:4]]))
+    assert set(served) == {"a", "b"}  # outputs keyed by the output layers' names
+    np.testing.assert_allclose(served["a"].numpy(), expected["a"][:4], atol=1e-5)
+
+    def doubling_receiver():  # preprocessing inside a receiver reaches the model
+        raw = tf.compat.v1.placeholder(tf.float32, [None, 8], name="raw")
+        return estimator.export.ServingInputReceiver({"x": raw * 2.0}, {"raw": raw})
+
+    doubled = tf.saved_model.load(est.export_saved_model(str(tmp_path / "export"), doubling_receiver).decode())
+    twice = list(est.predict(lambda: tf.data.Dataset.from_tensor_slices({"x": 2 * X[:4]}).batch(4),
+                             yield_single_examples=False))[0]
+    np.testing.assert_allclose(doubled.signatures["serving_default"](raw=tf.constant(X[:4]))["a"].numpy(), twice["a"],
+                               atol=1e-5)
+
+
+def test_evaluate_and_predict_names_and_types_are_tf_2_15s(tmp_path):
+    est = estimator.model_to_estimator(keras_model=two_output_model(), model_dir=str(tmp_path))
+    est.train(lambda: two_output_input_fn().repeat(), steps=3)
+    result = est.evaluate(two_output_input_fn)
+    assert set(result) == {"a_accuracy", "b_mae", "loss", "global_step"}  # no per-output losses
+    assert type(result["loss"]) is np.float32 and type(result["global_step"]) is np.int64
+    assert set(next(est.predict(two_output_input_fn, predict_keys=["b", "missing"]))) == {"b"}
+    with pytest.raises(ValueError, match="Expected to run at least one output"):
+        next(est.predict(two_output_input_fn, predict_keys=["missing"]))
+    names = est.get_variable_names()
+    assert "layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE" in names  # a name that leads to a layer
+    assert est.get_variable_value("layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE").shape == (8, 8)
+    assert est.eval_dir("x").endswith("eval_x") and callable(est.model_fn)
+    tags = set()
+    for path in glob.glob(str(tmp_path / "eval" / "events.out.tfevents.*")):
+        tags |= {value.tag for event in tf.compat.v1.train.summary_iterator(path) for value in event.summary.value}
+    assert {"loss", "a_accuracy", "checkpoint_path"} <= tags
+    train_tags = set()
+    for path in glob.glob(str(tmp_path / "events.out.tfevents.*")):
+        train_tags |= {value.tag for event in tf.compat.v1.train.summary_iterator(path) for value in event.summary.value}
+    assert "loss" in train_tags or not train_tags
+
+
+def test_hooks_are_called_never_ignored(tmp_path):
+    est = make_estimator(tmp_path)
+    calls = []
+
+    class Test(keras.callbacks.Callback):
+        def on_test_begin(self, logs=None):
+            calls.append("test_begin")
+
+        def on_test_batch_end(self, batch, logs=None):
+            calls.append("test_batch")
+
+        def on_predict_batch_end(self, batch, logs=None):
+            calls.append("predict_batch")
+
+    est.train(CountingInputFn(), steps=2)
+    est.evaluate(CountingInputFn(repeat=False, batch=128), hooks=[Test()])
+    list(est.predict(CountingInputFn(repeat=False, batch=128), hooks=[Test()]))
+    assert calls == ["test_begin", "test_batch", "test_batch", "predict_batch", "predict_batch"]
+
+    class CountAndStop(estimator.SessionRunHook):
+        def begin(self):
+            self.runs, self.steps, self.losses = 0, [], []
+            self.step_tensor = tf.compat.v1.train.get_global_step()
+
+        def before_run(self, run_context):
+            return estimator.SessionRunArgs({"step": self.step_tensor, "loss": "loss:0"})
+
+        def after_run(self, run_context, run_values):
+            self.runs += 1
+            self.steps.append(int(run_values.results["step"]))
+            self.losses.append(float(run_values.results["loss"]))
+            if self.runs == 4:
+                run_context.request_stop()
+
+    hook = CountAndStop()
+    est.train(CountingInputFn(), steps=50, hooks=[hook, estimator.StopAtStepHook(num_steps=100)])
+    assert hook.runs == 4 and hook.steps == [2, 3, 4, 5] and all(np.isfinite(hook.losses))
+    assert est.latest_checkpoint().endswith("model.ckpt-6")
+    with pytest.raises(TypeError, match="CheckpointSaverHook needs a tf.compat.v1 Session"):
+        est.train(CountingInputFn(), steps=1, hooks=[estimator.CheckpointSaverHook(str(tmp_path), save_steps=1)])
+    evaluations = []
+
+    class Watch(keras.callbacks.Callback):
+        def on_test_end(self, logs=None):
+            evaluations.append(logs)
+
+    estimator.train_and_evaluate(est, estimator.TrainSpec(CountingInputFn(), max_steps=30),
+                                 estimator.EvalSpec(CountingInputFn(repeat=False), steps=None, throttle_secs=0,
+                                                    hooks=[Watch()]))
+    assert evaluations  # EvalSpec(hooks=...) are called too
+
+
+def test_tf_random_seed_leaves_python_and_numpy_alone(tmp_path):
+    def trained(folder):
+        keras.utils.set_random_seed(123)
+        model = make_model()
+        keras.utils.set_random_seed(np.random.randint(1000))  # a different process state each time
+        est = estimator.model_to_estimator(keras_model=model, model_dir=str(folder),
+                                           config=estimator.RunConfig(tf_random_seed=7, save_checkpoints_steps=5))
+        np.random.seed(0)
+        before = np.random.rand()
+        est.train(CountingInputFn(), steps=3)
+        est.train(CountingInputFn(), steps=3)
+        assert np.random.rand() != before  # NumPy's generator was not reseeded by train()
+        return est.get_variable_value("layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE")
+
+    np.testing.assert_array_equal(trained(tmp_path / "a"), trained(tmp_path / "b"))
+
+
+def test_best_exporter_reads_its_event_files_and_exports_first_after_a_restart(tmp_path):
+    compared = []
+
+    def smaller_loss(best_eval_result, current_eval_result):
+        compared.append((best_eval_result["loss"], current_eval_result["loss"]))
+        return current_eval_result["loss"] < best_eval_result["loss"]
+
+    def run(max_steps):
+        est = make_estimator(tmp_path, save_checkpoints_steps=10)
+        exporter = estimator.BestExporter(compare_fn=smaller_loss, exports_to_keep=10)
+        return estimator.train_and_evaluate(est, estimator.TrainSpec(CountingInputFn(), max_steps=max_steps),
+                                            estimator.EvalSpec(CountingInputFn(repeat=False), steps=None,
+                                                               throttle_secs=0, exporters=[exporter]))
+
+    run(30)  # evaluations at 10, 20, 30: the first exports without comparing, then two comparisons
+    assert len(compared) == 2
+    exports = os.listdir(tmp_path / "export" / "best_exporter")
+    assert all(name.isdigit() for name in exports) and 1 <= len(exports) <= 3
+    compared.clear()
+    run(50)  # a new process: reads evaluations 10-40 from the events (3 comparisons), exports at 40, compares at 50
+    assert len(compared) == 4
+    assert len(os.listdir(tmp_path / "export" / "best_exporter")) >= len(exports) + 1
+
+
+def test_model_to_estimator_inputs_as_tf_2_15_took_them(tmp_path, installed):
+    import json as json_lib
+
+    est = make_estimator(tmp_path)
+    weights = np.where(Y == 1, 1.0, 0.0).astype("float32")
+    est.train(lambda: tf.data.Dataset.from_tensor_slices(({"features": {"x": X}, "sample_weights": weights}, Y))
+              .repeat().batch(32), steps=3)  # the {'features': ..., 'sample_weights': ...} dict
+    assert est.get_variable_value("global_step/.ATTRIBUTES/VARIABLE_VALUE") == 3
+    h5 = os.path.join(REPO, "tests", "data", "tf215_keras_model.h5")
+    recorded = json_lib.load(open(os.path.join(REPO, "tests", "data", "tf215_keras_model.json")))
+    from_h5 = estimator.model_to_estimator(keras_model_path=h5, model_dir=str(tmp_path / "h5"))
+    predictions = list(from_h5.predict(lambda: tf.data.Dataset.from_tensor_slices(
+        {"x": np.array(recorded["inputs"], "float32")}).batch(4), yield_single_examples=False))[0]
+    np.testing.assert_allclose(predictions["logits"], recorded["predictions"], atol=1e-5)
+    saved_model = tmp_path / "saved_model"
+    saved_model.mkdir()
+    with pytest.raises(ValueError, match="SavedModel .* Keras 3 cannot load"):
+        estimator.model_to_estimator(keras_model_path=str(saved_model))
+    optimizer = tf.keras.optimizers.legacy.Adam(learning_rate=0.01)  # TF 2.11-2.15 code, after install()
+    assert isinstance(optimizer, keras.optimizers.Adam) and float(optimizer.learning_rate) == pytest.approx(0.01)

@@ -63,7 +63,8 @@ _replaced: list[tuple[object, str, object]] = []  # (owner, attribute, previous 
 
 
 def install() -> None:
-    """Makes `tf.estimator` and `tf.keras.estimator.model_to_estimator` this module's.
+    """Makes `tf.estimator`, `tf.compat.v1.estimator` and `tf.keras.estimator.model_to_estimator` this module's,
+    and `tf.keras.optimizers.legacy.<Name>` Keras 3's optimizers (see keras_legacy.py).
 
     A legacy program calls it once, at its start, before using those names;
     `uninstall()` puts TensorFlow's own attributes back. Calling it twice is harmless.
@@ -72,9 +73,12 @@ def install() -> None:
 
     if _replaced:
         return
+    from compat.estimator.keras_legacy import legacy_namespace
+
     this = sys.modules[__name__]
     for owner, name, value in ((tf, "estimator", this), (tf.compat.v1, "estimator", this),
-                               (tf.keras, "estimator", types.SimpleNamespace(model_to_estimator=model_to_estimator))):
+                               (tf.keras, "estimator", types.SimpleNamespace(model_to_estimator=model_to_estimator)),
+                               (tf.keras.optimizers, "legacy", legacy_namespace())):
         _replaced.append((owner, name, getattr(owner, name, _MISSING)))
         setattr(owner, name, value)
 

@@ -25,13 +25,18 @@ from absl import logging
 
 
 def read_eval_metrics(eval_dir: str) -> "collections.OrderedDict[int, dict]":
-    """`{global_step: {metric: value}}` from the event files in `eval_dir`, in step order.
+    """`{global_step: {metric: value}}` from the event files in `eval_dir`, in step order."""
+    return eval_results_in(sorted(glob.glob(os.path.join(eval_dir, "*.tfevents.*"))))
+
+
+def eval_results_in(paths) -> "collections.OrderedDict[int, dict]":
+    """`{global_step: {metric: value}}` from these event files, in step order.
 
     Reads the simple values of graph-mode summaries and the scalar tensors of
-    TF2 summaries alike.
+    TF2 summaries (one event per value) alike, grouped by step.
     """
     results: dict[int, dict] = collections.defaultdict(dict)
-    for path in sorted(glob.glob(os.path.join(eval_dir, "*.tfevents.*"))):
+    for path in paths:
         for event in tf.compat.v1.train.summary_iterator(path):
             for value in event.summary.value:
                 if value.HasField("simple_value"):

@@ -6,14 +6,14 @@ Each writes SavedModels under `<model_dir>/export/<name>/<timestamp>` through
 
 from __future__ import annotations
 
-import json
+import glob
 import os
 import shutil
 from typing import Callable
 
 from absl import logging
 
-from compat import atomic
+from compat.estimator.early_stopping import eval_results_in
 
 
 def _loss_smaller(best_eval_result: dict, current_eval_result: dict) -> bool:
@@ -79,10 +79,13 @@ class FinalExporter(Exporter):
 
 
 class BestExporter(Exporter):
-    """Exports when an evaluation beats the best so far (default: a smaller loss).
+    """Exports when an evaluation beats the best so far (default: a smaller loss), as TF 2.15.
 
-    The best result is kept in `<export_path>/best_eval.json`, so a restarted
-    run compares against it (TF 2.15 re-read the eval event files instead).
+    At its first export in a process it reads the evaluation results recorded
+    in the event files that `event_file_pattern` names (relative to the model
+    folder), keeping the best by `compare_fn`, then exports: after a restart,
+    the first evaluation is exported, and later ones compete with it. Only
+    exports are written into `export/<name>/`.
     """
 
     def __init__(self, name: str = "best_exporter", serving_input_receiver_fn: Callable | None = None,
@@ -90,17 +93,29 @@ class BestExporter(Exporter):
                  assets_extra=None, as_text: bool = False, exports_to_keep: int | None = 5):
         super().__init__(name, serving_input_receiver_fn, exports_to_keep)
         self._compare_fn = compare_fn
+        self._event_file_pattern = event_file_pattern
+        self._model_dir: str | None = None
+        self._best_eval_result: dict | None = None
+
+    def _best_in_event_files(self, model_dir: str) -> dict | None:
+        best = None
+        paths = sorted(glob.glob(os.path.join(model_dir, self._event_file_pattern)))
+        for result in eval_results_in(paths).values():
+            if best is None or self._compare_fn(best_eval_result=best, current_eval_result=result):
+                best = result
+        return best
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
-        record = os.path.join(export_path, "best_eval.json")
-        best = None
-        if os.path.exists(record):
-            with open(record) as stream:
-                best = json.load(stream)
-        if best is not None and not self._compare_fn(best_eval_result=best, current_eval_result=eval_result):
+        first_in_this_process = self._model_dir != estimator.model_dir
+        if first_in_this_process and self._event_file_pattern:
+            logging.info("Loading best metric from event files.")
+            self._model_dir = estimator.model_dir
+            self._best_eval_result = self._best_in_event_files(estimator.model_dir)
+        if not first_in_this_process and not self._compare_fn(best_eval_result=self._best_eval_result,
+                                                              current_eval_result=eval_result):
             return None
+        logging.info("Performing best model export.")
+        self._best_eval_result = eval_result
         path = self._write(estimator, export_path, checkpoint_path)
-        atomic.write_json(record, {k: float(v) for k, v in eval_result.items()})
         _prune(export_path, self._exports_to_keep)
-        logging.info("Exported a new best model to %s", path)
         return path

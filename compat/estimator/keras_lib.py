@@ -1,19 +1,26 @@
-"""The Estimator engine over a compiled Keras model, with tf.estimator's semantics.
+"""model_to_estimator and its engine: a compiled Keras 3 model trained eagerly, on tf.estimator's schedule.
 
-TensorFlow 2.15's Estimator is the reference (see the package docstring for
-the differences, each an improvement). The engine is a step loop of its own
-around Keras' compiled train step, so that checkpoints, summaries, logging and
-evaluation happen exactly on the Estimator's schedule:
+TensorFlow 2.15's Estimator is the reference. The engine runs Keras' own
+`train_step` many steps per compiled call, between the checkpoint, summary and
+logging boundaries the RunConfig sets, so that those happen exactly on the
+Estimator's schedule with no host sync in between:
 
   <model_dir>/model.ckpt-<step>.{index,data-*}, checkpoint   at most keep_checkpoint_max
   <model_dir>/events.out.tfevents.*                           loss, global_step/sec
-  <model_dir>/eval[_<name>]/events.out.tfevents.*             evaluation metrics
+  <model_dir>/eval[_<name>]/events.out.tfevents.*             metrics, checkpoint_path
   <model_dir>/keras/keras_model.ckpt.*                        the warm-start weights
+
+Checkpoint keys are TF 2.15's (`layer_with_weights-<i>/<weight>/...`, see
+keras_checkpoint.py), so folders written by TF 2.15's model_to_estimator
+restore and train on. Hooks may be Keras callbacks or SessionRunHooks that read
+the global step and the loss (session_hooks.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
 import time
 from typing import Any, Callable, Iterable, Sequence
 
@@ -24,117 +31,74 @@ from absl import logging
 
 from compat import atomic
 from compat.divergence import TrainingDiverged, is_finite
-from compat.estimator.estimator import Estimator
+from compat.estimator import keras_checkpoint, keras_export, keras_legacy
+from compat.estimator.estimator import Estimator, timestamped_dir
 from compat.estimator.input_fns import call_input_fn, split_features_labels, with_input_options
 from compat.estimator.model_fn import ModeKeys
 from compat.estimator.run_config import RunConfig
-
-
-# -- hooks ------------------------------------------------------------------
-
-
-def check_hooks(hooks: Iterable | None) -> list[keras.callbacks.Callback]:
-    """Keras callbacks are accepted; SessionRunHooks are refused with their replacement named."""
-    callbacks = []
-    for hook in hooks or ():
-        if isinstance(hook, keras.callbacks.Callback):
-            callbacks.append(hook)
-            continue
-        if isinstance(hook, tf.compat.v1.train.SessionRunHook):
-            name = type(hook).__name__
-            replacement = {
-                "CheckpointSaverHook": "RunConfig(save_checkpoints_steps=...) (checkpoints are saved for you)",
-                "StopAtStepHook": "train(max_steps=...)",
-                "LoggingTensorHook": "a keras.callbacks.Callback that logs in on_train_batch_end",
-                "SummarySaverHook": "RunConfig(save_summary_steps=...) (summaries are written for you)",
-                "NanTensorHook": "keras.callbacks.TerminateOnNaN",
-                "ProfilerHook": "keras.callbacks.TensorBoard(profile_batch=...)",
-            }.get(name, "a keras.callbacks.Callback")
-            raise TypeError(
-                f"{name} is a tf.compat.v1 SessionRunHook, which needs a Session; compat.estimator has "
-                f"none. Use {replacement} instead (hooks accept Keras callbacks)"
-            )
-        raise TypeError(f"hooks must be Keras callbacks, got {hook!r}")
-    return callbacks
-
-
-# -- model folders written by TF 2.15 ------------------------------------------
-
-_KERAS2_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
-_KERAS2_LAYER = "layer_with_weights-{index}/{name}/.ATTRIBUTES/VARIABLE_VALUE"
-_KERAS2_SLOT = "layer_with_weights-{index}/{name}/.OPTIMIZER_SLOT/optimizer/{slot}/.ATTRIBUTES/VARIABLE_VALUE"
-# A Keras 2 optimizer slot and the Keras 3 optimizer variable that holds the same state.
-_SLOTS_KERAS2_TO_KERAS3 = {"m": "momentum", "v": "velocity", "momentum": "momentum", "rms": "velocity",
-                           "accumulator": "accumulator"}
-
-
-def _restore_keras2_checkpoint(model: keras.Model, global_step: tf.Variable, path: str, stored: dict) -> None:
-    """Loads a TF 2.15 model_to_estimator checkpoint (Keras 2's object names) into a Keras 3 model.
-
-    Keras 2 named a model's weights by the order of the layers that have
-    weights (`layer_with_weights-<i>/<weight>`), which is the order of
-    `model.layers` in Keras 3 too; each weight is matched by its name, each
-    optimizer slot (Adam's m and v, ...) to Keras 3's variable for it, and the
-    global step carries on. A weight that does not line up is an error naming it.
-    """
-    layers = [layer for layer in model.layers if layer.weights]
-    optimizer_variables = {variable.path.split("/")[-1]: variable for variable in model.optimizer.variables}
-    slot_count = 0
-    for index, layer in enumerate(layers):
-        for weight in layer.weights:
-            name = weight.path.split("/")[-1]
-            key = _KERAS2_LAYER.format(index=index, name=name)
-            if key not in stored:
-                raise ValueError(f"{path} was written for another model: it has no '{key}' for the weight "
-                                 f"'{weight.path}' of layer {index} ('{layer.name}'); build the same architecture "
-                                 "as the program that wrote it")
-            value = tf.train.load_variable(path, key)
-            if tuple(value.shape) != tuple(weight.shape):
-                raise ValueError(f"{path}: '{key}' has shape {value.shape} but the model's '{weight.path}' has "
-                                 f"{tuple(weight.shape)}; build the same architecture as the program that wrote it")
-            weight.assign(value)
-            for slot, suffix in _SLOTS_KERAS2_TO_KERAS3.items():
-                slot_key = _KERAS2_SLOT.format(index=index, name=name, slot=slot)
-                target = optimizer_variables.get(f"{weight.path.replace('/', '_')}_{suffix}")
-                if slot_key in stored and target is not None:
-                    target.assign(tf.train.load_variable(path, slot_key))
-                    slot_count += 1
-    step = tf.train.load_variable(path, _KERAS2_GLOBAL_STEP)
-    global_step.assign(step)
-    model.optimizer.iterations.assign(step)
-    logging.info("Restored %s, written by TensorFlow 2.15's model_to_estimator: %d layers' weights by layer order, "
-                 "%d optimizer slots, global step %d", path, len(layers), slot_count, step)
-
-
-# -- the engine -------------------------------------------------------------
+from compat.estimator.session_hooks import HookRunner
 
 _MAX_STEPS_PER_CALL = 1000  # bounds the time between two looks at a stop request
 _STEPS_PER_CALL_WITH_TIMED_SAVES = 100
+_FEATURES_AND_WEIGHTS = {"features", "sample_weights"}
+
+
+def split_hooks(hooks: Iterable | None) -> tuple[list[keras.callbacks.Callback], list]:
+    """(Keras callbacks, SessionRunHooks); anything else is refused, naming it."""
+    callbacks, session_hooks = [], []
+    for hook in hooks or ():
+        if isinstance(hook, keras.callbacks.Callback):
+            callbacks.append(hook)
+        elif isinstance(hook, tf.compat.v1.train.SessionRunHook):
+            session_hooks.append(hook)
+        else:
+            raise TypeError(f"hooks must be Keras callbacks or SessionRunHooks, given: {hook!r}")
+    return callbacks, session_hooks
+
+
+@contextlib.contextmanager
+def _seeded_python_random(seed: int | None):
+    """Python's `random` seeded for a moment (Keras draws layers' default seeds from it), then put back."""
+    if seed is None:
+        yield
+        return
+    state = random.getstate()
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        random.setstate(state)
 
 
 class KerasEstimator(Estimator):
     """A tf.estimator.Estimator backed by a compiled Keras model; made by `model_to_estimator`."""
 
     def __init__(self, keras_model: keras.Model, model_dir: str | None = None, config: RunConfig | None = None,
-                 metric_names_map: dict | None = None):
+                 metric_names_map: dict | None = None, export_outputs: dict | None = None):
         self._init_common(model_dir, config, params=None)
         self._model = keras_model
         self._metric_names_map = dict(metric_names_map or {})
+        self._export_outputs = dict(export_outputs or {})
         self._global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-        self._checkpoint = tf.train.Checkpoint(
-            model=self._model, optimizer=self._model.optimizer, global_step=self._global_step
-        )
         self._manager = tf.train.CheckpointManager(
-            self._checkpoint, self.model_dir, max_to_keep=self._config.keep_checkpoint_max,
-            keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours,
-            checkpoint_name="model.ckpt",
-        )
+            keras_checkpoint.checkpoint_root(self._model, self._global_step), self.model_dir,
+            max_to_keep=self._config.keep_checkpoint_max,
+            keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours, checkpoint_name="model.ckpt")
         self._restored_from: str | None = None
         self._evaluation_loop = tf.function(self._evaluate_all, reduce_retracing=True)
+        self._train_loop: Callable | None = None
         self._metrics_built = False
         self._writers: dict[str, tf.summary.SummaryWriter] = {}
         if self.latest_checkpoint() is None:
             self._write_warm_start()
+
+    @property
+    def model_fn(self) -> Callable:
+        def model_fn(features, labels, mode, config):
+            raise NotImplementedError("model_to_estimator's Estimator trains the Keras model eagerly: it has no "
+                                      "graph model_fn to call. Call the Keras model, or train/evaluate/predict")
+
+        return model_fn
 
     # -- state --------------------------------------------------------------
     def _write_warm_start(self) -> None:
@@ -145,7 +109,7 @@ class KerasEstimator(Estimator):
         """
         keras_dir = os.path.join(self.model_dir, "keras")
         os.makedirs(keras_dir, exist_ok=True)
-        tf.train.Checkpoint(model=self._model).write(os.path.join(keras_dir, "keras_model.ckpt"))
+        keras_checkpoint.write_weights(self._model, self._global_step, os.path.join(keras_dir, "keras_model.ckpt"))
 
     def _restore(self, checkpoint_path: str | None = None) -> int:
         """Loads `checkpoint_path` (default: the latest) into the model; returns its step."""
@@ -153,11 +117,7 @@ class KerasEstimator(Estimator):
         if path is None:
             return int(self._global_step.numpy())
         if path != self._restored_from:
-            stored = dict(tf.train.list_variables(path))
-            if _KERAS2_GLOBAL_STEP in stored:
-                _restore_keras2_checkpoint(self._model, self._global_step, path, stored)
-            else:
-                self._checkpoint.restore(path).assert_existing_objects_matched()
+            keras_checkpoint.restore(self._model, self._global_step, path)
             self._restored_from = path
         return int(self._global_step.numpy())
 
@@ -173,35 +133,29 @@ class KerasEstimator(Estimator):
         stops = [bool(listener.after_save(None, step)) for listener in listeners]
         return any(stops)
 
-    # -- train --------------------------------------------------------------
-    def train(self, input_fn: Callable, hooks=None, steps: int | None = None, max_steps: int | None = None,
-              saving_listeners=None) -> "Estimator":
-        """Trains from the latest checkpoint: `steps` more, or up to the absolute `max_steps`."""
-        if steps is not None and max_steps is not None:
-            raise ValueError("Can not provide both steps and max_steps.")
-        if steps is not None and steps <= 0:
-            raise ValueError(f"Must specify steps > 0, given: {steps}")
-        if max_steps is not None and max_steps <= 0:
-            raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
-        callbacks = check_hooks(hooks)
-        if self._config.tf_random_seed is not None:
-            keras.utils.set_random_seed(self._config.tf_random_seed)
-        start = self._restore()
-        if max_steps is not None and start >= max_steps:
-            logging.info("Skipping training since max_steps has already saved.")
-            return self
-        last = start + steps if steps is not None else max_steps
-        listeners = list(saving_listeners or ())
-        dataset = with_input_options(call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params))
-        self._build_metrics(dataset.element_spec)
-        self._loop(iter(dataset), start, last, listeners, callbacks)
-        return self
-
     def _writer(self, folder: str) -> tf.summary.SummaryWriter:
         """One summary writer (one events file) per folder for this Estimator, as TF 2.15's writer cache."""
         if folder not in self._writers:
             self._writers[folder] = tf.summary.create_file_writer(folder)
         return self._writers[folder]
+
+    # -- features --------------------------------------------------------------
+    def model_inputs(self, features: Any) -> Any:
+        """The model's inputs, matched by name; extra feature keys are ignored, as tf.estimator did."""
+        if not isinstance(features, dict):
+            return features
+        names = [tensor.name for tensor in self._model.inputs]
+        missing = [name for name in names if name not in features]
+        if missing:
+            raise KeyError(f"the input_fn's features lack the model's input(s) {missing}; "
+                           f"it gave {sorted(features)}. Name the feature keys after the model's inputs")
+        return {name: features[name] for name in names}
+
+    def _inputs_and_weights(self, features: Any) -> tuple[Any, Any]:
+        """(model inputs, sample weights): `{'features': ..., 'sample_weights': ...}` carries weights."""
+        if isinstance(features, dict) and set(features) == _FEATURES_AND_WEIGHTS:
+            return self.model_inputs(features["features"]), features["sample_weights"]
+        return self.model_inputs(features), None
 
     def _build_metrics(self, element_spec) -> None:
         """Checks the feature names and builds the compiled metrics' state on one batch of zeros.
@@ -212,20 +166,42 @@ class KerasEstimator(Estimator):
         if self._metrics_built:
             return
         features, labels = split_features_labels(element_spec)
-        self.model_inputs(features)  # a missing input is named here, before any tracing
+        self._inputs_and_weights(features)  # a missing input is named here, before any tracing
         zeros = lambda shape, dtype: tf.zeros([1 if d is None else d for d in shape], dtype)
         model = self._model
         inputs = {tensor.name: zeros(tensor.shape, tensor.dtype) for tensor in model.inputs}
-        inputs = inputs if isinstance(features, dict) else [inputs[t.name] for t in model.inputs]
-        if not isinstance(inputs, dict) and len(inputs) == 1:
-            inputs = inputs[0]
+        if len(model.inputs) == 1 and not isinstance(model.input, dict):
+            inputs = next(iter(inputs.values()))
         predictions = model(inputs, training=False)
-        labels = tf.nest.map_structure(
-            lambda label, prediction: zeros([1, *label.shape[1:]], label.dtype), labels,
-            predictions if tf.nest.is_nested(labels) else labels)
+        labels = tf.nest.map_structure(lambda spec: zeros([1, *spec.shape[1:]], spec.dtype), labels)
         model.compute_metrics(inputs, labels, predictions, sample_weight=None)
-        self._model.reset_metrics()
+        model.reset_metrics()
         self._metrics_built = True
+
+    # -- train --------------------------------------------------------------
+    def train(self, input_fn: Callable, hooks=None, steps: int | None = None, max_steps: int | None = None,
+              saving_listeners=None) -> "Estimator":
+        """Trains from the latest checkpoint: `steps` more, or up to the absolute `max_steps`."""
+        if steps is not None and max_steps is not None:
+            raise ValueError("Can not provide both steps and max_steps.")
+        if steps is not None and steps <= 0:
+            raise ValueError(f"Must specify steps > 0, given: {steps}")
+        if max_steps is not None and max_steps <= 0:
+            raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
+        callbacks, session_hooks = split_hooks(hooks)
+        if self._config.tf_random_seed is not None:
+            tf.random.set_seed(self._config.tf_random_seed)  # as TF 2.15's graph seed; Python and NumPy untouched
+        start = self._restore()
+        if max_steps is not None and start >= max_steps:
+            logging.info("Skipping training since max_steps has already saved.")
+            return self
+        last = start + steps if steps is not None else max_steps
+        listeners = list(saving_listeners or ())
+        runner = HookRunner(session_hooks) if session_hooks else None
+        dataset = with_input_options(call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params))
+        self._build_metrics(dataset.element_spec)
+        self._loop(iter(dataset), start, last, listeners, callbacks, runner)
+        return self
 
     def _make_train_loop(self) -> Callable:
         """A compiled function: up to `n` training steps from `iterator`, with no host sync inside.
@@ -243,8 +219,9 @@ class KerasEstimator(Estimator):
         @tf.autograph.experimental.do_not_convert
         def one_step(element) -> tf.Tensor:
             features, labels = split_features_labels(element)
+            inputs, weights = self._inputs_and_weights(features)
             model.reset_metrics()  # the loss of this step, not a running mean
-            logs = model.train_step((self.model_inputs(features), labels))
+            logs = model.train_step((inputs, labels) if weights is None else (inputs, labels, weights))
             return tf.cast(logs["loss"], tf.float32)
 
         @tf.function
@@ -276,10 +253,11 @@ class KerasEstimator(Estimator):
             limit = min(limit, last - step)
         return max(limit, 1)
 
-    def _loop(self, batches, start: int, last: int | None, listeners: Sequence, callbacks: Sequence) -> None:
+    def _loop(self, batches, start: int, last: int | None, listeners: Sequence, callbacks: Sequence,
+              runner: HookRunner | None) -> None:
         config = self._config
         writer = self._writer(self.model_dir)
-        train_loop = self._train_loop = getattr(self, "_train_loop", None) or self._make_train_loop()
+        train_loop = self._train_loop = self._train_loop or self._make_train_loop()
         for listener in listeners:
             listener.begin()
         # One train() call is one Keras "epoch": callbacks see begin/end, batches, and may stop it.
@@ -291,13 +269,17 @@ class KerasEstimator(Estimator):
             callback.on_epoch_begin(0)
         # The step-0 (or restored-step) save, as TF 2.15; none when checkpoints are off.
         stop = self._save(listeners) if config.saves_checkpoints else False
+        if runner is not None:
+            runner.after_create_session(start)
         saved_step, saved_time = start, time.monotonic()
         log_time, log_step = time.monotonic(), start
         step, loss, diverged = start, float("nan"), None
         while not stop and (last is None or step < last):
-            wanted = self._steps_to_next_boundary(step, last, per_step=bool(callbacks))
+            wanted = self._steps_to_next_boundary(step, last, per_step=bool(callbacks) or runner is not None)
             for callback in callbacks:
                 callback.on_train_batch_begin(step)
+            if runner is not None:
+                runner.before_step(step)
             done, loss = (value.numpy() for value in train_loop(batches, tf.constant(wanted, tf.int64)))
             if done == 0:
                 break  # the input ended
@@ -305,6 +287,8 @@ class KerasEstimator(Estimator):
             loss = float(loss)
             for callback in callbacks:
                 callback.on_train_batch_end(step, {"loss": loss})
+            if runner is not None:
+                stop = runner.after_step(loss) or stop
             stop = stop or bool(self._model.stop_training)
             if not is_finite(loss):
                 diverged = TrainingDiverged(step, loss, self.latest_checkpoint())
@@ -334,17 +318,26 @@ class KerasEstimator(Estimator):
             callback.on_train_end()
         if diverged is not None:  # nothing of the diverged steps is saved, and nothing evaluated
             raise diverged
+        if runner is not None:
+            runner.end()
         for listener in listeners:
             listener.end(None, step)
 
-    # -- evaluate, predict, export ------------------------------------------
+    # -- evaluate -----------------------------------------------------------
     def evaluate(self, input_fn: Callable, steps: int | None = None, hooks=None,
                  checkpoint_path: str | None = None, name: str | None = None) -> dict:
-        """Metrics of a checkpoint (default: the latest): the compiled metrics, `loss`, `global_step`."""
-        check_hooks(hooks)
+        """Metrics of a checkpoint (default: the latest): the compiled metrics, `loss`, `global_step`.
+
+        As TF 2.15: metrics are float32 NumPy scalars and `global_step` an int64
+        one; a multi-output model reports `loss` and its compiled metrics, not
+        each output's loss. Keras callbacks get their test calls; SessionRunHooks
+        run around each batch.
+        """
+        callbacks, session_hooks = split_hooks(hooks)
         if steps is not None and steps <= 0:
             raise ValueError(f"Must specify steps > 0, given: {steps}")
-        if checkpoint_path is None and self.latest_checkpoint() is None:
+        checkpoint_path = checkpoint_path or self.latest_checkpoint()
+        if checkpoint_path is None:
             logging.info("Could not find trained model in model_dir: %s, running initialization to "
                          "evaluate.", self.model_dir)
         step = self._restore(checkpoint_path)
@@ -352,19 +345,32 @@ class KerasEstimator(Estimator):
         if steps is not None:
             dataset = dataset.take(steps)
         self._build_metrics(dataset.element_spec)
-        results = self._evaluate_batches(with_input_options(dataset))
+        dataset = with_input_options(dataset)
+        if callbacks or session_hooks:
+            results = self._evaluate_with_hooks(dataset, step, callbacks, session_hooks)
+        else:
+            results = self._evaluate_batches(dataset)
         renames = self._metric_names_map
-        metrics = {renames.get(key, key): float(value) for key, value in results.items()}
-        metrics["global_step"] = step
-        folder = os.path.join(self.model_dir, "eval" if not name else f"eval_{name}")
-        writer = self._writer(folder)
+        metrics = {renames.get(key, key): np.float32(value) for key, value in results.items()}
+        metrics["global_step"] = np.int64(step)
+        writer = self._writer(self.eval_dir(name))
         with writer.as_default(step=step):
             for key, value in metrics.items():
                 if key != "global_step":
                     tf.summary.scalar(key, value)
+            if checkpoint_path is not None:  # a string tensor summary, as TF 2.15 wrote it
+                tf.summary.write("checkpoint_path", tf.constant(checkpoint_path))
         writer.flush()
-        logging.info("Saving dict for global step %d: %s", step, metrics)
+        logging.info("Saving dict for global step %d: %s", step,
+                     ", ".join(f"{key} = {metrics[key]}" for key in sorted(metrics)))
         return metrics
+
+    def _metric_results(self, loss: float) -> dict:
+        """The compiled metrics' results and `loss`; per-output losses left out, as TF 2.15."""
+        per_output_losses = {f"{output}_loss" for output in self.output_names}
+        results = {key: float(value) for key, value in self._model.get_metrics_result().items()
+                   if key not in per_output_losses}
+        return {**results, "loss": loss}
 
     def _evaluate_batches(self, dataset: tf.data.Dataset) -> dict:
         """The compiled metrics over all batches, and `loss` as the mean of per-batch losses.
@@ -378,57 +384,96 @@ class KerasEstimator(Estimator):
         total, batches = (value.numpy() for value in self._evaluation_loop(dataset))
         if batches == 0:
             raise ValueError("the evaluation input_fn gave no batches")
-        results = {k: float(v) for k, v in self._model.get_metrics_result().items()}
-        return {**results, "loss": float(total / batches)}
+        return self._metric_results(float(total / batches))
+
+    def _evaluate_one_batch(self, element) -> tf.Tensor:
+        model = self._model
+        features, labels = split_features_labels(element)
+        inputs, weights = self._inputs_and_weights(features)
+        predictions = model(inputs, training=False)
+        loss = model.compute_loss(x=inputs, y=labels, y_pred=predictions, sample_weight=weights, training=False)
+        model.compute_metrics(inputs, labels, predictions, sample_weight=weights)
+        return tf.cast(loss, tf.float32)
 
     def _evaluate_all(self, dataset: tf.data.Dataset) -> tuple[tf.Tensor, tf.Tensor]:
-        model = self._model
-
-        @tf.autograph.experimental.do_not_convert  # plain TF: Keras' code is not converted
-        def one_batch(element) -> tf.Tensor:
-            features, labels = split_features_labels(element)
-            inputs = self.model_inputs(features)
-            predictions = model(inputs, training=False)
-            loss = model.compute_loss(x=inputs, y=labels, y_pred=predictions, training=False)
-            model.compute_metrics(inputs, labels, predictions, sample_weight=None)
-            return tf.cast(loss, tf.float32)
-
+        one_batch = tf.autograph.experimental.do_not_convert(self._evaluate_one_batch)  # Keras' code stays plain TF
         total, batches = tf.constant(0.0), tf.constant(0, tf.int64)
         for element in dataset:
             total += one_batch(element)
             batches += 1
         return total, batches
 
-    def model_inputs(self, features: Any) -> Any:
-        """The model's inputs, matched by name; extra feature keys are ignored, as tf.estimator did."""
-        if not isinstance(features, dict):
-            return features
-        names = [tensor.name for tensor in self._model.inputs]
-        missing = [name for name in names if name not in features]
-        if missing:
-            raise KeyError(f"the input_fn's features lack the model's input(s) {missing}; "
-                           f"it gave {sorted(features)}. Name the feature keys after the model's inputs")
-        return {name: features[name] for name in names}
+    def _evaluate_with_hooks(self, dataset: tf.data.Dataset, step: int, callbacks: Sequence,
+                             session_hooks: Sequence) -> dict:
+        """Evaluation batch by batch, calling Keras callbacks' test methods and SessionRunHooks."""
+        one_batch = tf.function(self._evaluate_one_batch, reduce_retracing=True)
+        runner = HookRunner(session_hooks) if session_hooks else None
+        self._model.reset_metrics()
+        for callback in callbacks:
+            callback.set_model(self._model)
+            callback.on_test_begin()
+        if runner is not None:
+            runner.after_create_session(step)
+        losses = []
+        for batch, element in enumerate(dataset):
+            for callback in callbacks:
+                callback.on_test_batch_begin(batch)
+            if runner is not None:
+                runner.before_step(step)
+            losses.append(float(one_batch(element)))
+            for callback in callbacks:
+                callback.on_test_batch_end(batch, {"loss": losses[-1]})
+            if runner is not None and runner.after_step(losses[-1]):
+                break
+        if not losses:
+            raise ValueError("the evaluation input_fn gave no batches")
+        results = self._metric_results(float(np.mean(losses)))
+        for callback in callbacks:
+            callback.on_test_end(results)
+        if runner is not None:
+            runner.end()
+        return results
 
+    # -- predict, export ----------------------------------------------------
     def predict(self, input_fn: Callable, predict_keys: Sequence[str] | None = None, hooks=None,
                 checkpoint_path: str | None = None, yield_single_examples: bool = True):
-        """Yields `{output_name: value}` per example (or per batch)."""
-        check_hooks(hooks)
+        """Yields `{output_name: value}` per example (or per batch).
+
+        `predict_keys` keeps the outputs it names that exist, as TF 2.15 (an
+        error when none does). Keras callbacks get their predict calls.
+        """
+        callbacks, session_hooks = split_hooks(hooks)
+        if session_hooks:
+            raise TypeError("SessionRunHooks are not run by a model_to_estimator Estimator's predict(); use a Keras "
+                            "callback (on_predict_batch_end) instead")
         self._restore(checkpoint_path)
-        dataset = call_input_fn(input_fn, ModeKeys.PREDICT, self._config, self._params)
         names = self.output_names
-        for element in dataset:
+        if predict_keys:
+            kept = [name for name in names if name in predict_keys]
+            if not kept:
+                raise ValueError(f"Expected to run at least one output from {names}, provided {list(predict_keys)}.")
+        dataset = call_input_fn(input_fn, ModeKeys.PREDICT, self._config, self._params)
+        for callback in callbacks:
+            callback.set_model(self._model)
+            callback.on_predict_begin()
+        for batch, element in enumerate(dataset):
+            for callback in callbacks:
+                callback.on_predict_batch_begin(batch)
             features, _ = split_features_labels(element)
-            outputs = self._model(self.model_inputs(features), training=False)
-            outputs = dict(zip(names, tf.nest.flatten(outputs)))
+            inputs, _ = self._inputs_and_weights(features)
+            outputs = dict(zip(names, tf.nest.flatten(self._model(inputs, training=False))))
             if predict_keys:
-                outputs = {key: outputs[key] for key in predict_keys}
+                outputs = {key: outputs[key] for key in kept}
             outputs = {key: np.asarray(value) for key, value in outputs.items()}
+            for callback in callbacks:
+                callback.on_predict_batch_end(batch, {"outputs": outputs})
             if not yield_single_examples:
                 yield outputs
                 continue
             for index in range(len(next(iter(outputs.values())))):
                 yield {key: value[index] for key, value in outputs.items()}
+        for callback in callbacks:
+            callback.on_predict_end()
 
     @property
     def output_names(self) -> list[str]:
@@ -438,19 +483,19 @@ class KerasEstimator(Estimator):
     def export_saved_model(self, export_dir_base: str, serving_input_receiver_fn: Callable | None = None,
                            assets_extra: dict | None = None, as_text: bool = False,
                            checkpoint_path: str | None = None) -> bytes:
-        """Writes `<export_dir_base>/<timestamp>` (built under a temporary name); returns that path."""
+        """Writes `<export_dir_base>/<timestamp>` (built under a temporary name); returns that path.
+
+        The SavedModel takes what the receiver describes (see keras_export.py);
+        with no receiver, the model's own inputs.
+        """
         if assets_extra or as_text:
-            raise NotImplementedError("assets_extra and as_text are not supported")
-        if serving_input_receiver_fn is not None:
-            logging.info("serving_input_receiver_fn is not needed for a Keras model; the model's own "
-                         "input signature is exported")
+            raise NotImplementedError("assets_extra and as_text are not supported for a Keras model's export")
         self._restore(checkpoint_path)
-        os.makedirs(export_dir_base, exist_ok=True)
-        timestamp = int(time.time())
-        while os.path.exists(os.path.join(export_dir_base, str(timestamp))):
-            timestamp += 1
-        final = os.path.join(export_dir_base, str(timestamp))
-        atomic.publish_folder(final, lambda temp: self._model.export(temp, format="tf_saved_model", verbose=False))
+        final = timestamped_dir(export_dir_base)
+        atomic.publish_folder(final, lambda folder: keras_export.save_with_receiver(
+            self._model, folder, serving_input_receiver_fn, self.model_inputs, self.output_names,
+            self._export_outputs))
+        logging.info("SavedModel written to: %s", final)
         return final.encode()
 
     export_savedmodel = export_saved_model
@@ -475,6 +520,25 @@ def _compile_like(copy: keras.Model, original: keras.Model) -> None:
                      **arguments)
 
 
+def _load_model(path: str, custom_objects: dict | None) -> keras.Model:
+    if os.path.isdir(path):
+        raise ValueError(
+            f"keras_model_path '{path}' is a folder: a TensorFlow SavedModel (Keras 2's default format), which "
+            "Keras 3 cannot load as a trainable model. Save the model as .h5 or .keras with the TensorFlow that made "
+            "it (model.save('model.h5')), or rebuild it in code and load its weights")
+    if not os.path.exists(path):
+        raise ValueError(f"keras_model_path '{path}' does not exist")
+    try:
+        return keras.models.load_model(path, custom_objects=custom_objects)
+    except (TypeError, ValueError):
+        if not path.endswith((".h5", ".hdf5")):
+            raise
+    # A Keras 2 H5 file whose compile config Keras 3 cannot read: the model, then its training config.
+    model = keras.models.load_model(path, custom_objects=custom_objects, compile=False)
+    keras_legacy.compile_from_keras2_h5(model, path)
+    return model
+
+
 def model_to_estimator(keras_model: keras.Model | None = None, keras_model_path: str | None = None,
                        custom_objects: dict | None = None, model_dir: str | None = None,
                        config: RunConfig | None = None, checkpoint_format: str = "checkpoint",
@@ -482,12 +546,13 @@ def model_to_estimator(keras_model: keras.Model | None = None, keras_model_path:
     """An Estimator that trains a copy of a compiled Keras model, as tf.keras.estimator did.
 
     With no checkpoint in `model_dir`, training starts from the Keras model's
-    current weights (all of them); otherwise from the latest checkpoint.
+    current weights (all of them); otherwise from the latest checkpoint. A
+    `.h5` file from TF 2.15's Keras loads through `keras_model_path`.
     """
     if (keras_model is None) == (keras_model_path is None):
         raise ValueError("Exactly one of keras_model and keras_model_path must be given.")
     if keras_model_path is not None:
-        keras_model = keras.models.load_model(keras_model_path, custom_objects=custom_objects)
+        keras_model = _load_model(keras_model_path, custom_objects)
     if getattr(keras_model, "optimizer", None) is None or not keras_model.compiled:
         raise ValueError("The given keras model has not been compiled yet. Please compile the model with "
                          "`model.compile()` before calling `model_to_estimator()`.")
@@ -496,13 +561,13 @@ def model_to_estimator(keras_model: keras.Model | None = None, keras_model_path:
                                   "supported: use the default 'checkpoint' (object-based) format")
     if checkpoint_format != "checkpoint":
         raise ValueError(f"checkpoint_format must be 'checkpoint' or 'saver', got {checkpoint_format!r}")
-    if export_outputs:
-        raise NotImplementedError("export_outputs is not supported: the model's outputs are exported")
+    seed = config.tf_random_seed if config is not None else None
     # The architecture alone: clone_model would also rebuild the compile config, which fails
-    # for a lambda loss; compilation is copied below.
-    with keras.saving.custom_object_scope(custom_objects or {}):
+    # for a lambda loss; compilation is copied below. Its layers' random seeds follow tf_random_seed.
+    with keras.saving.custom_object_scope(custom_objects or {}), _seeded_python_random(seed):
         copy = type(keras_model).from_config(keras_model.get_config())
     copy.set_weights(keras_model.get_weights())  # all weights: batch-norm statistics included
     _compile_like(copy, keras_model)
     copy.optimizer.build(copy.trainable_variables)
-    return KerasEstimator(copy, model_dir=model_dir, config=config, metric_names_map=metric_names_map)
+    return KerasEstimator(copy, model_dir=model_dir, config=config, metric_names_map=metric_names_map,
+                          export_outputs=export_outputs)

@@ -1,0 +1,92 @@
+"""Keras 2 artefacts under Keras 3: `tf.keras.optimizers.legacy` names, and the compile config of a `.h5`.
+
+`tf.keras.optimizers.legacy.<Name>` for TF 2.11-2.15 code, after `install()`: Keras 3's optimizer, warned once.
+
+TF 2.11-2.15 told Estimator users to use the legacy optimizers; Keras 3 keeps
+the names only to raise ImportError. These stand-ins build Keras 3's optimizer
+of the same name, mapping the arguments Keras 3 renamed (`lr`) or dropped
+(`decay`, which is refused unless 0: give a learning-rate schedule instead).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import types
+from typing import Any
+
+import keras
+from absl import logging
+
+_NAMES = ("Adadelta", "Adagrad", "Adam", "Adamax", "Ftrl", "Nadam", "RMSprop", "SGD")
+_warned = False
+
+
+def _legacy(name: str):
+    target = getattr(keras.optimizers, name)
+
+    def make(*args, **kwargs):
+        global _warned
+        if not _warned:
+            logging.warning("tf.keras.optimizers.legacy.%s is Keras 3's keras.optimizers.%s under compat.estimator "
+                            "(Keras 3 has no legacy optimizers); its state is saved in Keras 3's layout", name, name)
+            _warned = True
+        if "lr" in kwargs:
+            kwargs["learning_rate"] = kwargs.pop("lr")
+        decay = kwargs.pop("decay", 0.0)
+        if decay:
+            raise ValueError(f"tf.keras.optimizers.legacy.{name}(decay={decay}): Keras 3 has no `decay`; give "
+                             "learning_rate=keras.optimizers.schedules.InverseTimeDecay(...) instead")
+        return target(*args, **kwargs)
+
+    make.__name__ = make.__qualname__ = name
+    return make
+
+
+def legacy_namespace() -> types.SimpleNamespace:
+    """What `tf.keras.optimizers.legacy` is after `install()`."""
+    return types.SimpleNamespace(**{name: _legacy(name) for name in _NAMES}, Optimizer=keras.optimizers.Optimizer)
+
+
+def _without(config: dict, *names: str) -> dict:
+    return {key: value for key, value in config.items() if key not in names}
+
+
+def _object(kind, spec: Any) -> Any:
+    """A Keras 3 loss or optimizer from a Keras 2 `{'class_name', 'config'}` (or a name)."""
+    if not isinstance(spec, dict):
+        return spec
+    cls = getattr(kind, spec["class_name"].split(">")[-1])
+    accepted = inspect.signature(cls.__init__).parameters
+    config = {key: value for key, value in spec.get("config", {}).items() if key in accepted and key != "reduction"}
+    return cls(**config)
+
+
+def _metric(spec: Any) -> Any:
+    return spec.get("config", {}).get("name", spec["class_name"]) if isinstance(spec, dict) else spec
+
+
+def compile_from_keras2_h5(model: keras.Model, path: str) -> None:
+    """Compiles a model loaded with `compile=False` from a Keras 2 `.h5`, as its training config says.
+
+    Keras 3 reads the architecture and weights of a Keras 2 H5 file, but not
+    every Keras 2 compile config (a loss's `fn`, an optimizer's `decay`).
+    """
+    import h5py
+
+    with h5py.File(path, "r") as stream:
+        if "training_config" not in stream.attrs:
+            raise ValueError(f"{path} holds no training configuration (it was saved uncompiled): compile the model "
+                             "and pass keras_model= instead of keras_model_path=")
+        training = json.loads(stream.attrs["training_config"])
+    optimizer_spec = training["optimizer_config"]
+    decay = optimizer_spec.get("config", {}).get("decay", 0.0)
+    if decay:
+        raise ValueError(f"{path}: the optimizer has decay={decay}, which Keras 3 does not have; compile the model "
+                         "with a learning-rate schedule and pass keras_model=")
+    metrics = training.get("metrics") or []
+    if len(model.outputs) == 1 and metrics and isinstance(metrics[0], list):
+        metrics = metrics[0]
+    metrics = [[_metric(m) for m in group] if isinstance(group, list) else _metric(group) for group in metrics]
+    model.compile(optimizer=_object(keras.optimizers, optimizer_spec), loss=_object(keras.losses, training["loss"]),
+                  metrics=metrics or None, loss_weights=training.get("loss_weights"))
