@@ -336,6 +336,14 @@ class Estimator:
         if max_steps is not None and self._checkpoint_step() >= max_steps:
             logging.info("Skipping training since max_steps has already saved.")
             return self
+        if self.config.train_distribute is not None:
+            from compat.distribution import UnsupportedStrategyError
+
+            raise UnsupportedStrategyError(
+                f"RunConfig(train_distribute={type(self.config.train_distribute).__name__}): a custom model_fn or "
+                "canned Estimator trains on one device in compat.estimator; distribution strategies run on "
+                "model_to_estimator Estimators (MirroredStrategy, MultiWorkerMirroredStrategy). Remove "
+                "train_distribute, or build the model in Keras")
         hooks = _check_hooks(hooks)
         if steps is not None or max_steps is not None:
             hooks.append(tf.compat.v1.train.StopAtStepHook(num_steps=steps, last_step=max_steps))

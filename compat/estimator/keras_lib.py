@@ -29,11 +29,11 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from compat import atomic
+from compat import atomic, distribution
 from compat.divergence import TrainingDiverged, is_finite
 from compat.estimator import keras_checkpoint, keras_export, keras_legacy
 from compat.estimator.estimator import Estimator, timestamped_dir
-from compat.estimator.input_fns import call_input_fn, split_features_labels, with_input_options
+from compat.estimator.input_fns import call_input_fn, input_fn_kwargs, split_features_labels, with_input_options
 from compat.estimator.model_fn import ModeKeys
 from compat.estimator.run_config import RunConfig
 from compat.estimator.session_hooks import HookRunner
@@ -79,17 +79,23 @@ class KerasEstimator(Estimator):
         self._model = keras_model
         self._metric_names_map = dict(metric_names_map or {})
         self._export_outputs = dict(export_outputs or {})
+        self._strategy = self._config.train_distribute
         self._global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+        self._last_loss = tf.Variable(float("nan"), trainable=False, name="last_loss")
+        # The chief writes the model folder; another worker of a cluster saves where TF 2.15 put it,
+        # <model_dir>/tmp_worker_<i>, since saving takes part in its replicas' synchronisation.
+        checkpoint_dir = self.model_dir if self._config.is_chief else os.path.join(
+            self.model_dir, f"tmp_worker_{self._config.task_id}")
         self._manager = tf.train.CheckpointManager(
-            keras_checkpoint.checkpoint_root(self._model, self._global_step), self.model_dir,
-            max_to_keep=self._config.keep_checkpoint_max,
+            keras_checkpoint.checkpoint_root(self._model, self._global_step), checkpoint_dir,
+            max_to_keep=self._config.keep_checkpoint_max if self._config.is_chief else 1,
             keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours, checkpoint_name="model.ckpt")
         self._restored_from: str | None = None
         self._evaluation_loop = tf.function(self._evaluate_all, reduce_retracing=True)
         self._train_loop: Callable | None = None
         self._metrics_built = False
         self._writers: dict[str, tf.summary.SummaryWriter] = {}
-        if self.latest_checkpoint() is None:
+        if self.latest_checkpoint() is None and self._config.is_chief:
             self._write_warm_start()
 
     @property
@@ -165,6 +171,11 @@ class KerasEstimator(Estimator):
         """
         if self._metrics_built:
             return
+        with self._strategy.scope() if self._strategy is not None else contextlib.nullcontext():
+            self._build_metrics_now(element_spec)
+        self._metrics_built = True
+
+    def _build_metrics_now(self, element_spec) -> None:
         features, labels = split_features_labels(element_spec)
         self._inputs_and_weights(features)  # a missing input is named here, before any tracing
         zeros = lambda shape, dtype: tf.zeros([1 if d is None else d for d in shape], dtype)
@@ -176,7 +187,6 @@ class KerasEstimator(Estimator):
         labels = tf.nest.map_structure(lambda spec: zeros([1, *spec.shape[1:]], spec.dtype), labels)
         model.compute_metrics(inputs, labels, predictions, sample_weight=None)
         model.reset_metrics()
-        self._metrics_built = True
 
     # -- train --------------------------------------------------------------
     def train(self, input_fn: Callable, hooks=None, steps: int | None = None, max_steps: int | None = None,
@@ -198,16 +208,39 @@ class KerasEstimator(Estimator):
         last = start + steps if steps is not None else max_steps
         listeners = list(saving_listeners or ())
         runner = HookRunner(session_hooks) if session_hooks else None
-        dataset = with_input_options(call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params))
-        self._build_metrics(dataset.element_spec)
-        self._loop(iter(dataset), start, last, listeners, callbacks, runner)
+        batches = self._training_batches(input_fn)
+        try:
+            self._loop(batches, start, last, listeners, callbacks, runner)
+        except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.AbortedError,
+                tf.errors.CancelledError) as error:
+            if not distribution.is_multi_worker(self._strategy):
+                raise
+            raise RuntimeError(
+                f"A task of the cluster stopped or cannot be reached ({type(error).__name__}); "
+                f"training stopped after step {int(self._global_step.numpy())}. The chief's last checkpoint is "
+                f"{self.latest_checkpoint()}: start every task again with the same command to resume from it"
+            ) from error
         return self
+
+    def _training_batches(self, input_fn: Callable):
+        """An iterator over the training input; under a strategy, one per-replica batch per replica."""
+        def dataset(input_context=None) -> tf.data.Dataset:
+            made = with_input_options(call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params,
+                                                    input_context=input_context))
+            self._build_metrics(made.element_spec)
+            return made
+
+        if self._strategy is None:
+            return iter(dataset())
+        if "input_context" in input_fn_kwargs(input_fn, input_context=None):  # it shards and sizes its batch
+            return iter(self._strategy.distribute_datasets_from_function(dataset))
+        return iter(self._strategy.experimental_distribute_dataset(dataset()))
 
     def _make_train_loop(self) -> Callable:
         """A compiled function: up to `n` training steps from `iterator`, with no host sync inside.
 
-        Returns (steps done, the last step's loss). Fewer than `n` steps are done
-        only when the input ends. As Keras' `steps_per_execution` and Orbit's
+        Advances the global step and records the last step's loss; an input that
+        ends raises OutOfRangeError after the steps it fed. As Keras' `steps_per_execution` and Orbit's
         `steps_per_loop`, many steps per call make the per-step cost that of the
         step itself: the Python loop runs once per checkpoint, summary or log
         boundary, not once per step.
@@ -224,17 +257,20 @@ class KerasEstimator(Estimator):
             logs = model.train_step((inputs, labels) if weights is None else (inputs, labels, weights))
             return tf.cast(logs["loss"], tf.float32)
 
+        strategy = self._strategy
+
         @tf.function
         def train_loop(iterator, n):
-            done, loss = tf.constant(0, tf.int64), tf.constant(float("nan"))
+            # The step count and loss live in variables, so that steps done before the input
+            # ends (an OutOfRangeError out of this call) are counted.
             for _ in tf.range(n):
-                element = iterator.get_next_as_optional()
-                if not element.has_value():
-                    break
-                loss = one_step(element.get_value())
-                done += 1
-            self._global_step.assign_add(done)
-            return done, loss
+                element = next(iterator)
+                if strategy is None:
+                    loss = one_step(element)
+                else:
+                    loss = strategy.reduce("MEAN", strategy.run(one_step, args=(element,)), axis=None)
+                self._last_loss.assign(loss)
+                self._global_step.assign_add(1)
 
         return train_loop
 
@@ -256,7 +292,7 @@ class KerasEstimator(Estimator):
     def _loop(self, batches, start: int, last: int | None, listeners: Sequence, callbacks: Sequence,
               runner: HookRunner | None) -> None:
         config = self._config
-        writer = self._writer(self.model_dir)
+        writer = self._writer(self.model_dir) if config.is_chief else None  # only the chief writes summaries
         train_loop = self._train_loop = self._train_loop or self._make_train_loop()
         for listener in listeners:
             listener.begin()
@@ -280,11 +316,16 @@ class KerasEstimator(Estimator):
                 callback.on_train_batch_begin(step)
             if runner is not None:
                 runner.before_step(step)
-            done, loss = (value.numpy() for value in train_loop(batches, tf.constant(wanted, tf.int64)))
+            ended = False
+            try:
+                train_loop(batches, tf.constant(wanted, tf.int64))
+            except tf.errors.OutOfRangeError:
+                ended = True
+            done = int(self._global_step.numpy()) - step
             if done == 0:
                 break  # the input ended
-            step += int(done)
-            loss = float(loss)
+            step += done
+            loss = float(self._last_loss.numpy())
             for callback in callbacks:
                 callback.on_train_batch_end(step, {"loss": loss})
             if runner is not None:
@@ -293,26 +334,28 @@ class KerasEstimator(Estimator):
             if not is_finite(loss):
                 diverged = TrainingDiverged(step, loss, self.latest_checkpoint())
                 break
-            if config.save_summary_steps and step % config.save_summary_steps == 0:
+            if config.is_chief and config.save_summary_steps and step % config.save_summary_steps == 0:
                 with writer.as_default(step=step):
                     tf.summary.scalar("loss", loss)
             if config.log_step_count_steps and step % config.log_step_count_steps == 0:
                 now = time.monotonic()
                 rate = (step - log_step) / max(now - log_time, 1e-9)
                 logging.info("loss = %g, step = %d (global_step/sec: %g)", loss, step, rate)
-                with writer.as_default(step=step):
-                    tf.summary.scalar("global_step/sec", rate)
+                if config.is_chief:
+                    with writer.as_default(step=step):
+                        tf.summary.scalar("global_step/sec", rate)
                 log_time, log_step = now, step
             due = (config.save_checkpoints_steps and step - saved_step >= config.save_checkpoints_steps) or (
                 config.save_checkpoints_secs and time.monotonic() - saved_time >= config.save_checkpoints_secs)
             if due:
                 stop = self._save(listeners) or stop
                 saved_step, saved_time = step, time.monotonic()
-            if done < wanted:
+            if ended:
                 break  # the input ended within this call
         if diverged is None and step != saved_step and self._config.saves_checkpoints:
             self._save(listeners)  # the final checkpoint, before the listeners' end
-        writer.flush()
+        if writer is not None:
+            writer.flush()
         for callback in callbacks:
             callback.on_epoch_end(0, {"loss": loss} if step != start else {})
             callback.on_train_end()
@@ -562,12 +605,15 @@ def model_to_estimator(keras_model: keras.Model | None = None, keras_model_path:
     if checkpoint_format != "checkpoint":
         raise ValueError(f"checkpoint_format must be 'checkpoint' or 'saver', got {checkpoint_format!r}")
     seed = config.tf_random_seed if config is not None else None
+    strategy = distribution.checked_strategy(config.train_distribute if config is not None else None)
     # The architecture alone: clone_model would also rebuild the compile config, which fails
-    # for a lambda loss; compilation is copied below. Its layers' random seeds follow tf_random_seed.
-    with keras.saving.custom_object_scope(custom_objects or {}), _seeded_python_random(seed):
+    # for a lambda loss; compilation is copied below. Its layers' random seeds follow tf_random_seed;
+    # under a strategy its variables are the strategy's (mirrored).
+    with keras.saving.custom_object_scope(custom_objects or {}), _seeded_python_random(seed), (
+            strategy.scope() if strategy is not None else contextlib.nullcontext()):
         copy = type(keras_model).from_config(keras_model.get_config())
-    copy.set_weights(keras_model.get_weights())  # all weights: batch-norm statistics included
-    _compile_like(copy, keras_model)
-    copy.optimizer.build(copy.trainable_variables)
+        copy.set_weights(keras_model.get_weights())  # all weights: batch-norm statistics included
+        _compile_like(copy, keras_model)
+        copy.optimizer.build(copy.trainable_variables)
     return KerasEstimator(copy, model_dir=model_dir, config=config, metric_names_map=metric_names_map,
                           export_outputs=export_outputs)

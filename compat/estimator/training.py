@@ -1,10 +1,15 @@
-"""train_and_evaluate on one machine, with TensorFlow 2.15's local schedule.
+"""train_and_evaluate, with TensorFlow 2.15's schedules on one machine and in a TF_CONFIG cluster.
 
-The train input_fn is called once; training runs to `max_steps` and, after
-each checkpoint save except the first (the step-0 or restored one), evaluates,
-unless less than `throttle_secs` has passed since the previous evaluation
-began. A last evaluation follows the final checkpoint if it was not evaluated.
-Exporters run after each evaluation.
+On one machine (no cluster in TF_CONFIG) the train input_fn is called once;
+training runs to `max_steps` and, after each checkpoint save except the first
+(the step-0 or restored one), evaluates, unless less than `throttle_secs` has
+passed since the previous evaluation began. A last evaluation follows the final
+checkpoint if it was not evaluated. Exporters run after each evaluation.
+
+In a cluster each task does its part and returns None, as in TF 2.15: the chief
+and the workers train together (the chief saves), the `evaluator` evaluates
+each new checkpoint of the chief's, `throttle_secs` apart, runs the exporters and
+ends after the final one; `ps` tasks are refused with the shapes that run.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ import tensorflow as tf
 from absl import logging
 
 from compat.estimator.estimator import Estimator
+from compat.estimator.run_config import TaskType
+
+_EVALUATOR_POLL_SECS = 1.0  # an evaluator looks for a new checkpoint at least this often
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +77,54 @@ class EvalSpec:
 CheckpointSaverListener = tf.compat.v1.train.CheckpointSaverListener
 
 
+def _run_exporters(estimator: Estimator, eval_spec: EvalSpec, checkpoint: str, result: dict,
+                   max_steps: int | None) -> list:
+    final = max_steps is not None and result["global_step"] >= max_steps
+    return [exporter.export(estimator, os.path.join(estimator.model_dir, "export", exporter.name), checkpoint,
+                            result, final) for exporter in eval_spec.exporters]
+
+
+def _train_in_cluster(estimator: Estimator, train_spec: TrainSpec) -> None:
+    """A chief or a worker: trains with the others; the chief saves, the evaluator task evaluates."""
+    from compat import distribution
+
+    config = estimator.config
+    cluster = config.cluster_spec.as_dict()
+    if config.task_type == TaskType.PS or TaskType.PS in cluster:
+        raise ValueError("TF_CONFIG names ps tasks: parameter-server training is not run by compat.estimator. "
+                         "The cluster shapes that run: a chief, workers and an evaluator with "
+                         "RunConfig(train_distribute=tf.distribute.MultiWorkerMirroredStrategy()); or a chief "
+                         "and an evaluator alone")
+    if cluster.get(TaskType.WORKER) and not distribution.is_multi_worker(config.train_distribute):
+        raise ValueError("TF_CONFIG names workers beside the chief, but RunConfig(train_distribute=...) is not a "
+                         "MultiWorkerMirroredStrategy: the workers would train apart. Create the strategy (it reads "
+                         "TF_CONFIG) and pass it as train_distribute")
+    estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
+                    saving_listeners=list(train_spec.saving_listeners))
+
+
+def _run_evaluator(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
+    """The evaluator task: each new checkpoint of the chief's, `throttle_secs` apart, until the final one."""
+    logging.info("Waiting %s secs before starting evaluation.", eval_spec.start_delay_secs)
+    time.sleep(eval_spec.start_delay_secs)
+    evaluated = None
+    while True:
+        started = time.monotonic()
+        latest = estimator.latest_checkpoint()
+        if latest is not None and latest != evaluated:
+            result = estimator.evaluate(eval_spec.input_fn, steps=eval_spec.steps, hooks=eval_spec.hooks,
+                                        checkpoint_path=latest, name=eval_spec.name)
+            _run_exporters(estimator, eval_spec, latest, result, train_spec.max_steps)
+            evaluated = latest
+            if train_spec.max_steps is not None and result["global_step"] >= train_spec.max_steps:
+                logging.info("Exiting evaluation, global_step=%s >= train max_steps=%s", result["global_step"],
+                             train_spec.max_steps)
+                return
+        else:
+            logging.info("Waiting for a new checkpoint in %s", estimator.model_dir)
+        time.sleep(max(eval_spec.throttle_secs - (time.monotonic() - started), _EVALUATOR_POLL_SECS))
+
+
 class _EvaluateAfterSaves(CheckpointSaverListener):
     def __init__(self, estimator: Estimator, eval_spec: EvalSpec, max_steps: int | None):
         self.estimator, self.eval_spec, self.max_steps = estimator, eval_spec, max_steps
@@ -96,12 +152,8 @@ class _EvaluateAfterSaves(CheckpointSaverListener):
         self.eval_result = self.estimator.evaluate(spec.input_fn, steps=spec.steps, hooks=spec.hooks,
                                                    name=spec.name)
         self._evaluated_step = step
-        checkpoint = self.estimator.latest_checkpoint()
-        final = self.max_steps is not None and step >= self.max_steps
-        self.export_results = []
-        for exporter in spec.exporters:
-            path = os.path.join(self.estimator.model_dir, "export", exporter.name)
-            self.export_results.append(exporter.export(self.estimator, path, checkpoint, self.eval_result, final))
+        self.export_results = _run_exporters(self.estimator, spec, self.estimator.latest_checkpoint(),
+                                             self.eval_result, self.max_steps)
 
 
 def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
@@ -116,6 +168,12 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
     if not config.saves_checkpoints:
         raise ValueError("train_and_evaluate needs checkpoints: set save_checkpoints_steps or _secs in "
                          "the RunConfig (both are None)")
+    if config.task_type == TaskType.EVALUATOR:
+        _run_evaluator(estimator, train_spec, eval_spec)
+        return None
+    if config.cluster_spec.as_dict():
+        _train_in_cluster(estimator, train_spec)
+        return None
     listener = _EvaluateAfterSaves(estimator, eval_spec, train_spec.max_steps)
     estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
                     saving_listeners=[*train_spec.saving_listeners, listener])

@@ -1,0 +1,63 @@
+"""Beyond one device: TensorFlow's own distribution strategies, chosen as TensorFlow Model Garden chooses them.
+
+`--distribution_strategy=off|mirrored|multi_worker_mirrored|parameter_server`
+and `--num_gpus`, with Model Garden's meanings:
+
+  off                     the default device
+  mirrored                `tf.distribute.MirroredStrategy` over `num_gpus` GPUs (the CPU when 0)
+  multi_worker_mirrored   `tf.distribute.MultiWorkerMirroredStrategy`, the cluster from TF_CONFIG
+  parameter_server        refused: Keras 3 cannot train under it, and this toolkit's engines
+                          run synchronous replicas only (see `unsupported`)
+
+Which engine runs which strategy: Keras 3 `fit` runs MirroredStrategy but not
+MultiWorkerMirroredStrategy (keras-team/keras#20585); the Estimator path's
+Keras engine runs both, stepping replicas through `strategy.run`.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+STRATEGIES = ("off", "mirrored", "multi_worker_mirrored", "parameter_server")
+
+
+class UnsupportedStrategyError(ValueError):
+    """A strategy the chosen mode or engine cannot run; the message names what can."""
+
+
+def make_strategy(name: str, num_gpus: int = 0) -> tf.distribute.Strategy | None:
+    """The strategy `name` stands for (None for off), as Model Garden's `get_distribution_strategy`."""
+    if name == "off":
+        return None
+    if name == "mirrored":
+        gpus = [device.name for device in tf.config.list_logical_devices("GPU")]
+        if num_gpus > len(gpus):
+            raise UnsupportedStrategyError(f"--num_gpus={num_gpus} but {len(gpus)} GPU(s) are visible; lower "
+                                           "--num_gpus, or 0 to mirror on the CPU")
+        return tf.distribute.MirroredStrategy(gpus[:num_gpus] if num_gpus else ["/cpu:0"])
+    if name == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "parameter_server":
+        raise UnsupportedStrategyError(
+            "--distribution_strategy=parameter_server is not run by this toolkit: Keras 3 cannot train under "
+            "ParameterServerStrategy, and its engines run synchronous replicas only. Use mirrored (one host) or "
+            "multi_worker_mirrored (a TF_CONFIG cluster of a chief, workers and an evaluator, --mode=estimator)")
+    raise UnsupportedStrategyError(f"unknown --distribution_strategy '{name}'; use one of {', '.join(STRATEGIES)}")
+
+
+def is_multi_worker(strategy: tf.distribute.Strategy | None) -> bool:
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+
+_RUN_BY_THE_KERAS_ENGINE = (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy,
+                            tf.distribute.OneDeviceStrategy)
+
+
+def checked_strategy(strategy) -> tf.distribute.Strategy | None:
+    """`strategy` if model_to_estimator's engine runs it; else an error naming the ones it does."""
+    if strategy is None or isinstance(strategy, _RUN_BY_THE_KERAS_ENGINE):
+        return strategy
+    raise UnsupportedStrategyError(
+        f"RunConfig(train_distribute={type(strategy).__name__}) is not run by compat.estimator: a model_to_estimator "
+        "Estimator runs MirroredStrategy (one host), MultiWorkerMirroredStrategy (a TF_CONFIG cluster) and "
+        "OneDeviceStrategy")
