@@ -14,8 +14,8 @@ from absl import flags
 
 import models
 from compat import atomic
-from compat.config import (AUTOTUNE, CACHE_MODES, FEATURES, TUNERS, PipelineConfig, TrainConfig, TuneConfig,
-                           replace_fields)
+from compat.config import (AUTOTUNE, CACHE_MODES, FEATURES, STRATEGIES, TUNERS, DistributionConfig,
+                           PipelineConfig, TrainConfig, TuneConfig, replace_fields)
 from compat.sources import DataSource
 
 FLAGS = flags.FLAGS
@@ -96,6 +96,18 @@ flags.DEFINE_integer("keep_checkpoints", _TRAIN.keep_checkpoints, "Checkpoints k
                      lower_bound=1)
 flags.DEFINE_integer("seed", _PIPELINE.seed, "Seed for data order, augmentation and weights.")
 
+# -- distribution ---------------------------------------------------------
+_DISTRIBUTION = DistributionConfig()
+flags.DEFINE_enum("distribution_strategy", _DISTRIBUTION.distribution_strategy, list(STRATEGIES),
+                  "off: one device; mirrored: this machine's GPUs (--num_gpus; the CPU when 0); "
+                  "multi_worker_mirrored: the TF_CONFIG cluster (--mode=estimator; Keras 3 fit cannot); "
+                  "parameter_server: not supported (the error says what to use).")
+flags.DEFINE_integer("num_gpus", _DISTRIBUTION.num_gpus, "GPUs to mirror on (--distribution_strategy=mirrored).",
+                     lower_bound=0)
+flags.DEFINE_string("tf_data_service", None,
+                    "grpc://HOST:PORT of a tf.data service dispatcher (python -m compat.data_service): its "
+                    "workers read and decode the training split; batching and augmentation stay here.")
+
 # -- tuning (--mode=tune) ---------------------------------------------------
 _TUNE = TuneConfig()
 flags.DEFINE_enum("tuner", _TUNE.tuner, list(TUNERS), "keras-tuner algorithm.")
@@ -131,6 +143,19 @@ def _shift_within_margin(values: dict) -> bool:
     return values["time_shift_ms"] <= values["crop_margin_ms"]
 
 
+
+@flags.multi_flags_validator(["mode", "distribution_strategy"], message=(
+    "--distribution_strategy=multi_worker_mirrored runs with --mode=estimator only: Keras 3's fit cannot "
+    "train under MultiWorkerMirroredStrategy (keras-team/keras#20585); run the same flags with --mode=estimator "
+    "on every task of the TF_CONFIG cluster. --mode=tune runs its trials on one device: train the best flags "
+    "under a strategy afterwards"))
+def _strategy_fits_mode(values: dict) -> bool:
+    strategy = values["distribution_strategy"]
+    if values["mode"] == "tune":
+        return strategy == "off"
+    return values["mode"] == "estimator" or strategy != "multi_worker_mirrored"
+
+
 _TUNING_FLAGS = ("tuner", "max_trials", "objective", "max_failed_trials", "tune_target")
 
 
@@ -141,6 +166,7 @@ class Configs:
     model: models.ModelConfig
     train: TrainConfig
     tune: TuneConfig
+    distribution: DistributionConfig
     tune_target: str
     model_dir: str
     mode: str
@@ -156,6 +182,7 @@ def data_source() -> DataSource:
 def configs_from_flags() -> Configs:
     """The one place that reads FLAGS. A value the configs reject raises ValueError naming it."""
     values = {name: FLAGS[name].value for name in FLAGS}
+    values["data_service"] = values.pop("tf_data_service")
     if values["sample_rate"] is None:
         values["sample_rate"] = NATIVE_SAMPLE_RATES.get(FLAGS.dataset, _PIPELINE.sample_rate)
     return Configs(
@@ -164,6 +191,7 @@ def configs_from_flags() -> Configs:
         model=replace_fields(models.ModelConfig(), values, {"model": "name"}),
         train=replace_fields(TrainConfig(), values),
         tune=replace_fields(TuneConfig(), values),
+        distribution=replace_fields(DistributionConfig(), values),
         tune_target=FLAGS.tune_target,
         model_dir=os.path.abspath(FLAGS.model_dir),
         mode=FLAGS.mode,
@@ -197,3 +225,4 @@ def save_flagfile(path: str, overrides: dict | None = None, drop: tuple[str, ...
 def save_best_flagfile(path: str, best_values: dict, run_dir: str) -> None:
     """A flagfile that trains a search's best trial: `train.py --flagfile=<path> --mode=keras`."""
     save_flagfile(path, {**best_values, "model_dir": run_dir}, drop=("mode", *_TUNING_FLAGS))
+

@@ -22,12 +22,19 @@ absl_flags.adopt_module_key_flags(flags)  # --help lists them
 
 def train_model(configs: flags.Configs) -> None:
     """--mode=keras or --mode=estimator: train, evaluate the test split, print the result."""
-    from compat import estimator_mode, keras_mode, run
+    from compat import distribution, estimator_mode, keras_mode, run
 
+    strategy = distribution.strategy_for(configs.distribution)  # first: MultiWorkerMirrored needs startup
+    chief = distribution.is_chief_task()
     mode = {"keras": keras_mode, "estimator": estimator_mode}[configs.mode]
-    with run.open_run(configs.source, configs.pipeline, configs.model, configs.train, configs.model_dir) as this:
-        flags.save_flagfile(this.path("flags.txt"))
+    with run.open_run(configs.source, configs.pipeline, configs.model, configs.train, configs.model_dir,
+                      shared=not chief, strategy=strategy) as this:
+        if chief:
+            flags.save_flagfile(this.path("flags.txt"))
         metrics = mode.train_and_evaluate(this)
+    if metrics is None:
+        print(f"{distribution.task_name()} finished; the chief writes the results in {configs.model_dir}")
+        return
     print(f"test accuracy {metrics['test_accuracy']:.4f} (loss {metrics['test_loss']:.4f}) after "
           f"{metrics['steps']} steps in {metrics['wall_seconds']:.0f} s; outputs in {configs.model_dir}")
 
@@ -57,6 +64,11 @@ def tune(configs: flags.Configs) -> None:
                 return
             summary = (f"best {configs.tune.objective} {best['score']:.4f} over {best['completed']} completed "
                        f"of {best['trials']} trials")
+            os.makedirs(this.path("tuning", "pareto"), exist_ok=True)
+            for trial, values in best["pareto"].items():
+                flags.save_best_flagfile(this.path("tuning", "pareto", f"{trial}.flags"), values,
+                                         this.path("pareto", trial))
+            summary += f"; {len(best['pareto'])} on the accuracy/speed front (tuning/pareto.md)"
         flags.save_best_flagfile(best_flags, best["values"], this.path("best"))
     print(f"{summary}; train it with: python train.py --flagfile={best_flags} --mode=keras")
 
@@ -71,6 +83,7 @@ def main(argv: list[str]) -> None:
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])} (flags are --name=value)")
     from compat.atomic import FolderInUseError
+    from compat.distribution import UnsupportedStrategyError
     from compat.divergence import TrainingDiverged
     from compat.fetch import FetchError
     from compat.sources import DataSourceError
@@ -84,7 +97,7 @@ def main(argv: list[str]) -> None:
             tune(configs)
         else:
             train_model(configs)
-    except (DataSourceError, FetchError, FolderInUseError) as error:
+    except (DataSourceError, FetchError, FolderInUseError, UnsupportedStrategyError) as error:
         fail(str(error))
     except TrainingDiverged as error:
         fail(str(error), exit_code=1)

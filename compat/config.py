@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from typing import Any, Mapping
 
 AUTOTUNE = -1  # tf.data.AUTOTUNE, without importing TensorFlow
@@ -113,6 +114,9 @@ class PipelineConfig:
     cache_dir: str | None = None  # None: default_cache_dir()
     deterministic: bool = False  # True: bit-reproducible order, slower parallel maps
     prefetch_to_device: bool = True  # only acts when a GPU is visible
+    # grpc://HOST:PORT of a tf.data service dispatcher: its workers read, decode and compute the
+    # training split's features (python -m compat.data_service); None: this process does.
+    data_service: str | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -143,6 +147,8 @@ class PipelineConfig:
         require(self.fmax is None or self.fmin < self.fmax <= self.sample_rate / 2,
                 f"need fmin < fmax <= sample_rate / 2, got fmin {self.fmin}, fmax {self.fmax}")
         require(0 <= self.seed < 2**31, f"seed must be between 0 and 2**31 - 1, got {self.seed}")
+        require(self.data_service is None or re.fullmatch(r"grpc://[^:/]+:\d+", self.data_service) is not None,
+                f"data_service '{self.data_service}' must be grpc://HOST:PORT, a tf.data service dispatcher")
         for name in ("num_parallel_calls", "prefetch"):
             value = getattr(self, name)
             require(value == AUTOTUNE or value > 0, f"{name} must be > 0 or AUTOTUNE (-1), got {value}")
@@ -195,6 +201,22 @@ class TrainConfig:
         require(self.keep_checkpoints >= 1, f"keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
         require(self.steps_per_execution >= 0,
                 f"steps_per_execution must be >= 0 (0: automatic), got {self.steps_per_execution}")
+
+
+STRATEGIES = ("off", "mirrored", "multi_worker_mirrored", "parameter_server")
+
+
+@dataclasses.dataclass(frozen=True)
+class DistributionConfig:
+    """Which tf.distribute strategy trains, with TensorFlow Model Garden's flag meanings (`compat.distribution`)."""
+
+    distribution_strategy: str = "off"
+    num_gpus: int = 0  # mirrored: GPUs to mirror on; 0 mirrors on the CPU
+
+    def __post_init__(self) -> None:
+        _require("DistributionConfig", self.distribution_strategy in STRATEGIES,
+                 f"distribution_strategy '{self.distribution_strategy}' must be one of {STRATEGIES}")
+        _require("DistributionConfig", self.num_gpus >= 0, f"num_gpus must be >= 0, got {self.num_gpus}")
 
 
 TUNERS = ("random", "bayesian", "hyperband", "grid")

@@ -178,6 +178,9 @@ def examples(table: FileTable, config: PipelineConfig, split: str, training: boo
         files = list_files(table, config, shuffle=training)
         return transform(decode(files, config, training, bad_files), config, training)
 
+    if training and config.data_service:
+        return _shuffle_examples(through_data_service(decoded_chunks(), config).unbatch(), config)
+
     if config.cache == "none":
         chunks = decoded_chunks()
         return (chunks.repeat() if training else chunks).unbatch()
@@ -214,6 +217,20 @@ def examples(table: FileTable, config: PipelineConfig, split: str, training: boo
     first_epoch = split_cache.first_pass or split_cache.replay(spec)  # a hit: as it was written
     replays = _shuffle_examples(split_cache.replay(spec, seed=config.seed).repeat().unbatch(), config)
     return first_epoch.unbatch().concatenate(replays)
+
+
+def through_data_service(chunks: tf.data.Dataset, config: PipelineConfig) -> tf.data.Dataset:
+    """Stages 1-3 on the tf.data service's workers, epoch after epoch, without end.
+
+    "distributed_epoch" hands the file list out to the workers a file at a time,
+    so each file is read once per epoch across all of them however many there
+    are, and a worker that dies takes only its files in flight with it (the
+    service's at-most-once visit) rather than stopping the trainer. The disk
+    cache is not used: scaling decode out is the point of the service, and its
+    workers need no shared cache folder.
+    """
+    return chunks.repeat().apply(tf.data.experimental.service.distribute(
+        processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=config.data_service))
 
 
 def batch_examples(examples: tf.data.Dataset, config: PipelineConfig, batch_size: int) -> tf.data.Dataset:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-STRATEGIES = ("off", "mirrored", "multi_worker_mirrored", "parameter_server")
+from compat.config import STRATEGIES, DistributionConfig
 
 
 class UnsupportedStrategyError(ValueError):
@@ -45,6 +45,12 @@ def make_strategy(name: str, num_gpus: int = 0) -> tf.distribute.Strategy | None
     raise UnsupportedStrategyError(f"unknown --distribution_strategy '{name}'; use one of {', '.join(STRATEGIES)}")
 
 
+def strategy_for(config: DistributionConfig) -> tf.distribute.Strategy | None:
+    """The strategy a run's DistributionConfig names. Create it before any other TensorFlow work:
+    MultiWorkerMirroredStrategy sets up collective ops, which TensorFlow allows only at startup."""
+    return make_strategy(config.distribution_strategy, config.num_gpus)
+
+
 def is_multi_worker(strategy: tf.distribute.Strategy | None) -> bool:
     return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
@@ -61,3 +67,18 @@ def checked_strategy(strategy) -> tf.distribute.Strategy | None:
         f"RunConfig(train_distribute={type(strategy).__name__}) is not run by compat.estimator: a model_to_estimator "
         "Estimator runs MirroredStrategy (one host), MultiWorkerMirroredStrategy (a TF_CONFIG cluster) and "
         "OneDeviceStrategy")
+
+
+def is_chief_task() -> bool:
+    """Whether this process is the TF_CONFIG cluster's chief (or trains alone): the one that writes."""
+    from compat.estimator.run_config import RunConfig  # TF_CONFIG's one reader
+
+    return RunConfig().is_chief
+
+
+def task_name() -> str:
+    """This process's TF_CONFIG task, as `worker 1`; `chief` when it trains alone."""
+    from compat.estimator.run_config import RunConfig
+
+    config = RunConfig()
+    return f"{config.task_type} {config.task_id}"

@@ -8,6 +8,11 @@ split is evaluated and `metrics.json` written in the same schema:
   <model_dir>/model.ckpt-<step>.*, checkpoint, events.out.tfevents.*   as tf.estimator
   <model_dir>/eval/, eval_test/                                         evaluation summaries
   <model_dir>/export/final/<timestamp>/                                 the SavedModel
+
+Under a strategy (`--distribution_strategy`) the RunConfig carries it as
+`train_distribute`; in a TF_CONFIG cluster every task runs this same command,
+the chief trains and saves beside the workers, the evaluator evaluates each new
+checkpoint, and only the chief evaluates the test split and writes `metrics.json`.
 """
 
 from __future__ import annotations
@@ -18,11 +23,13 @@ from compat import estimator
 from compat.run import Run
 
 
-def train_and_evaluate(run: Run) -> dict:
-    """Trains (or resumes) in the run's folder with compat.estimator; returns the metrics."""
+def train_and_evaluate(run: Run) -> dict | None:
+    """Trains (or resumes) in the run's folder with compat.estimator; returns the metrics (None on a
+    cluster task other than the chief: the chief writes them)."""
     plan = run.plan
     run_config = estimator.RunConfig(save_checkpoints_steps=plan.period, keep_checkpoint_max=run.train.keep_checkpoints,
-                                     tf_random_seed=run.train.seed, log_step_count_steps=plan.period)
+                                     tf_random_seed=run.train.seed, log_step_count_steps=plan.period,
+                                     train_distribute=run.strategy)
     est = estimator.model_to_estimator(keras_model=run.build_model(), model_dir=run.model_dir, config=run_config)
     latest = est.latest_checkpoint()
     start_step = int(latest.rsplit("-", 1)[1]) if latest else 0
@@ -34,5 +41,7 @@ def train_and_evaluate(run: Run) -> dict:
                            exporters=[estimator.FinalExporter("final")] if run.train.export else ()),
     )
     train_seconds = time.perf_counter() - train_started
+    if not run_config.is_chief:
+        return None
     test = est.evaluate(run.input_fn("test"), name="test")
     return run.write_metrics(test, int(test["global_step"]), start_step, train_seconds)

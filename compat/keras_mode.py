@@ -16,42 +16,13 @@ the same step. TensorFlow writes a checkpoint's files before it updates the
 from __future__ import annotations
 
 import sys
-import time
 
 import keras
 import tensorflow as tf
 from absl import logging
 
 from compat.exports import export_keras_model
-from compat.run import NanGuard, Run
-
-
-class _TrainingClock(keras.callbacks.Callback):
-    """Training time and steps per period, without validation; adds examples/s and the learning
-    rate to each period's logs (TensorBoard writes them)."""
-
-    def __init__(self, batch_size: int) -> None:
-        super().__init__()
-        self.batch_size = batch_size
-        self.train_seconds = 0.0
-        self._period_seconds = 0.0
-
-    def _step(self) -> int:
-        return int(self.model.optimizer.iterations.numpy())
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._start, self._first_step, self._stopped = time.perf_counter(), self._step(), None
-
-    def on_test_begin(self, logs=None):  # validation runs after the period's training steps
-        if self._stopped is None:
-            self._stopped = time.perf_counter()
-
-    def on_epoch_end(self, epoch, logs=None):
-        seconds = (self._stopped or time.perf_counter()) - self._start
-        self.train_seconds += seconds
-        if logs is not None:
-            logs["examples_per_second"] = (self._step() - self._first_step) * self.batch_size / max(seconds, 1e-9)
-            logs["learning_rate"] = float(self.model.optimizer.learning_rate)
+from compat.run import NanGuard, Run, TrainingClock
 
 
 class _Checkpoint(keras.callbacks.Callback):
@@ -70,7 +41,8 @@ class _Checkpoint(keras.callbacks.Callback):
 def train_and_evaluate(run: Run) -> dict:
     """Trains (or resumes) in the run's folder, evaluates the test split, exports; returns the metrics."""
     model = run.build_model()
-    model.optimizer.build(model.trainable_variables)
+    with run.scope():  # optimizer slots beside their (mirrored) variables
+        model.optimizer.build(model.trainable_variables)
     checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
     manager = tf.train.CheckpointManager(checkpoint, run.path("checkpoints"),
                                          max_to_keep=run.train.keep_checkpoints, checkpoint_name="ckpt")
@@ -79,7 +51,7 @@ def train_and_evaluate(run: Run) -> dict:
         logging.info("Resuming from %s", manager.latest_checkpoint)
     start_step = int(model.optimizer.iterations.numpy())
 
-    nan_guard, clock = NanGuard(), _TrainingClock(run.pipeline.batch_size)
+    nan_guard, clock = NanGuard(), TrainingClock(run.pipeline.batch_size)
     nan_guard.last_checkpoint = manager.latest_checkpoint
     plan = run.plan
     if start_step < plan.max_steps:

@@ -104,6 +104,44 @@ class NanGuard(keras.callbacks.Callback):
             raise self.error
 
 
+class TrainingClock(keras.callbacks.Callback):
+    """Training time and steps per period, without validation; adds examples/s and the learning
+    rate to each period's logs (TensorBoard writes them). `period_ends` holds, for each period,
+    the wall seconds from the first period's start to this one's end, validation included."""
+
+    def __init__(self, batch_size: int) -> None:
+        super().__init__()
+        self.batch_size = batch_size
+        self.train_seconds = 0.0
+        self.trained_steps = 0
+        self.period_ends: list[float] = []
+        self._began: float | None = None
+
+    @property
+    def examples_per_second(self) -> float:
+        return self.trained_steps * self.batch_size / max(self.train_seconds, 1e-9)
+
+    def _step(self) -> int:
+        return int(self.model.optimizer.iterations.numpy())
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start, self._first_step, self._stopped = time.perf_counter(), self._step(), None
+        self._began = self._began or self._start
+
+    def on_test_begin(self, logs=None):  # validation runs after the period's training steps
+        if self._stopped is None:
+            self._stopped = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        seconds = (self._stopped or time.perf_counter()) - self._start
+        self.train_seconds += seconds
+        self.trained_steps += self._step() - self._first_step
+        self.period_ends.append(time.perf_counter() - self._began)
+        if logs is not None:
+            logs["examples_per_second"] = (self._step() - self._first_step) * self.batch_size / max(seconds, 1e-9)
+            logs["learning_rate"] = float(self.model.optimizer.learning_rate)
+
+
 @dataclasses.dataclass
 class Run:
     """A run's settings, its source index and step plan, and its clock; see `open_run`."""
@@ -116,6 +154,11 @@ class Run:
     index: SourceIndex
     plan: StepPlan
     started: float
+    strategy: tf.distribute.Strategy | None = None  # None: the default device
+
+    def scope(self) -> contextlib.AbstractContextManager:
+        """The strategy's scope, where variables are created mirrored; a no-op without one."""
+        return self.strategy.scope() if self.strategy is not None else contextlib.nullcontext()
 
     @property
     def class_names(self) -> tuple[str, ...]:
@@ -135,9 +178,11 @@ class Run:
         """The seeded, compiled registry model every mode trains (a trial passes its own configs)."""
         pipeline, train, plan = pipeline or self.pipeline, train or self.train, plan or self.plan
         keras.utils.set_random_seed(train.seed)
-        model = models.build_from_config(model_config or self.model_config, data.feature_shape(pipeline),
-                                         len(self.class_names), input_name=pipeline.feature_key)
-        compile_model(model, train.learning_rate, plan.max_steps, plan.steps_per_execution(train.steps_per_execution))
+        with self.scope():
+            model = models.build_from_config(model_config or self.model_config, data.feature_shape(pipeline),
+                                             len(self.class_names), input_name=pipeline.feature_key)
+            compile_model(model, train.learning_rate, plan.max_steps,
+                          plan.steps_per_execution(train.steps_per_execution))
         return model
 
     def write_metrics(self, test: Mapping[str, Any], steps: int, start_step: int, train_seconds: float,
@@ -165,16 +210,19 @@ class Run:
 
 @contextlib.contextmanager
 def open_run(source: DataSource, pipeline: PipelineConfig, model_config: models.ModelConfig,
-             train: TrainConfig, model_dir: str, shared: bool = False) -> Iterator[Run]:
+             train: TrainConfig, model_dir: str, shared: bool = False,
+             strategy: tf.distribute.Strategy | None = None) -> Iterator[Run]:
     """Takes `model_dir` for this process, lists the source once and plans the steps.
 
     A second run on the same folder is refused at once with the first one's
     process named; files left half-written by a killed run are removed.
     `shared`: the folder belongs to another process that coordinates this one
-    (a keras-tuner worker writes trials into its chief's folder): no lock taken.
+    (a keras-tuner worker writes trials into its chief's folder, a cluster's
+    worker trains beside its chief): no lock taken. `strategy` builds the model
+    in its scope.
     """
     started = time.perf_counter()
     with contextlib.nullcontext() if shared else atomic.folder_lock(model_dir):
         index = data.index(source, pipeline)
         plan = plan_steps(train, index.size("train"), pipeline.batch_size)
-        yield Run(source, pipeline, model_config, train, model_dir, index, plan, started)
+        yield Run(source, pipeline, model_config, train, model_dir, index, plan, started, strategy)

@@ -6,10 +6,16 @@ settings, the packaged answer to "how do I tune batch size and tf.data
 settings" (keras-team/keras-tuner issues 122, 274, 613, 1042). Trials whose
 pre-cache settings match reuse the persistent cache, so they decode nothing.
 
+Every trial trains the budget the flags give (`--max_steps` or `--epochs`,
+validated every `--eval_every_steps`); Hyperband gives its trials its own
+schedule of evaluation periods, up to that budget.
+
 Outputs, in `<model_dir>/tuning/`: `best.flags` (a flagfile that
-`train.py --flagfile=best.flags` trains as it is), `trials.md` and `trials.csv`,
-keras-tuner's state in `search/` (a rerun resumes it) and TensorBoard HParams
-logs in `logs/`.
+`train.py --flagfile=best.flags` trains as it is), `trials.md` and `trials.csv`
+(trials numbered from 1, as keras-tuner's log lines), `pareto.md` and
+`pareto.png` (the trials no other trial beats on both the objective and training
+examples/s) with `pareto/<trial>.flags`, keras-tuner's state in `search/` (a
+rerun resumes it) and TensorBoard HParams logs in `logs/`.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from absl import logging
 import models
 from compat import atomic, data
 from compat.config import PipelineConfig, TrainConfig, TuneConfig, replace_fields
-from compat.run import NanGuard, Run, plan_steps
+from compat.run import NanGuard, Run, TrainingClock, plan_steps
 
 
 def _space() -> dict[str, Callable[[keras_tuner.HyperParameters], Any]]:
@@ -64,9 +70,10 @@ def objective(spec: str) -> keras_tuner.Objective:
 class AudioHyperModel(keras_tuner.HyperModel):
     """Builds and fits one trial of a run; `fixed` names the settings the user set, which are not searched."""
 
-    def __init__(self, run: Run, fixed: frozenset[str]):
+    def __init__(self, run: Run, fixed: frozenset[str], objective_spec: str = TuneConfig.objective):
         super().__init__()
         self.run = run
+        self.objective = objective(objective_spec)
         self.searched = {name: pick for name, pick in _space().items() if name not in fixed}
 
     def configs(self, hp: keras_tuner.HyperParameters) -> tuple[PipelineConfig, models.ModelConfig, TrainConfig]:
@@ -107,7 +114,7 @@ class AudioHyperModel(keras_tuner.HyperModel):
         train_data = self.run.dataset("train", pipeline)
         eval_data = self.run.dataset("eval", pipeline)
         data_seconds = time.perf_counter() - started
-        epoch_timer, nan_guard = _FirstEpochTimer(), NanGuard()
+        epoch_timer, nan_guard, clock = _FirstEpochTimer(), NanGuard(), TrainingClock(pipeline.batch_size)
         plan = self._plan(pipeline, train)
         try:
             # Each trial trains the budget the flags give (--max_steps or --epochs, validated every
@@ -118,7 +125,7 @@ class AudioHyperModel(keras_tuner.HyperModel):
                 epochs=kwargs.get("epochs", plan.periods),
                 initial_epoch=kwargs.get("initial_epoch", 0),
                 validation_data=eval_data,
-                callbacks=[nan_guard, *kwargs.get("callbacks", []), epoch_timer],
+                callbacks=[nan_guard, clock, *kwargs.get("callbacks", []), epoch_timer],
                 verbose=kwargs.get("verbose", 2),
             )
         except (ValueError, tf.errors.OpError) as error:  # a combination the data or model rejects
@@ -127,7 +134,18 @@ class AudioHyperModel(keras_tuner.HyperModel):
             raise keras_tuner.errors.FailedTrialError(str(nan_guard.error))
         metrics = {name: (min if "loss" in name else max)(values) for name, values in history.history.items()}
         return {**metrics, "wall_seconds": time.perf_counter() - started, "data_seconds": data_seconds,
-                "first_epoch_seconds": epoch_timer.seconds}
+                "first_epoch_seconds": epoch_timer.seconds,
+                "train_examples_per_second": clock.examples_per_second,
+                "seconds_to_best": self._seconds_to_best(history.history, clock.period_ends),
+                "steps": float(model.optimizer.iterations.numpy())}
+
+    def _seconds_to_best(self, history: dict, period_ends: list[float]) -> float:
+        """Wall seconds from the trial's first period to the end of the period with its best objective."""
+        scores = history.get(self.objective.name)
+        if not scores or len(scores) != len(period_ends):
+            return float("nan")
+        best = (min if self.objective.direction == "min" else max)(scores)
+        return period_ends[scores.index(best)]
 
 
 class _FirstEpochTimer(keras.callbacks.Callback):
@@ -153,7 +171,11 @@ def make_tuner(hypermodel: AudioHyperModel, config: TuneConfig, seed: int, direc
     if config.tuner == "bayesian":
         return keras_tuner.BayesianOptimization(hypermodel, max_trials=config.max_trials, **common)
     if config.tuner == "hyperband":
-        return keras_tuner.Hyperband(hypermodel, max_epochs=hypermodel.run.train.epochs, **common)
+        periods = hypermodel.run.plan.periods
+        logging.info("Hyperband trains its trials on its own schedule of up to %d evaluation periods of %d "
+                     "steps each (the --max_steps/--epochs budget), not all of them", periods,
+                     hypermodel.run.plan.period)
+        return keras_tuner.Hyperband(hypermodel, max_epochs=max(periods, 2), **common)
     if os.path.exists(os.path.join(directory, "search", "oracle.json")):
         raise CannotResumeError(
             f"--tuner=grid cannot resume the search in {directory}: keras-tuner's GridSearch fails on "
@@ -172,35 +194,103 @@ def is_tuning_worker() -> bool:
     return os.environ.get("KERASTUNER_TUNER_ID", "chief") != "chief"
 
 
+_MEASURES = ("steps", "train_examples_per_second", "seconds_to_best", "wall_seconds", "data_seconds",
+             "first_epoch_seconds")
+
+
+def trial_number(trial_id: str) -> str:
+    """keras-tuner's trial ids count from 0 ("00", "01"); its log lines say "Trial 1": the number users see."""
+    return str(int(trial_id) + 1) if trial_id.isdigit() else trial_id
+
+
 def trial_rows(tuner) -> list[dict]:
     rows = []
     for trial in sorted(tuner.oracle.trials.values(), key=lambda t: t.trial_id):
-        timing = {name: round(trial.metrics.get_best_value(name), 2) if trial.metrics.exists(name) else None
-                  for name in ("wall_seconds", "data_seconds", "first_epoch_seconds")}
-        rows.append({"trial": trial.trial_id, "status": trial.status, "objective": trial.score, **timing,
-                     **trial.hyperparameters.values})
+        measured = {name: round(trial.metrics.get_best_value(name), 2) if trial.metrics.exists(name) else None
+                    for name in _MEASURES}
+        if measured["steps"] is not None:
+            measured["steps"] = int(measured["steps"])
+        rows.append({"trial": trial_number(trial.trial_id), "status": trial.status, "objective": trial.score,
+                     **measured, "values": dict(trial.hyperparameters.values)})
     return rows
+
+
+def pareto_front(rows: list[dict], direction: str) -> list[dict]:
+    """The completed trials that no other trial beats on both the objective and training examples/s.
+
+    One trial beats another when it is at least as good on both and better on one.
+    Sorted from the fastest.
+    """
+    sign = -1 if direction == "min" else 1
+    scored = [row for row in rows if row["status"] == "COMPLETED" and row["objective"] is not None
+              and row["train_examples_per_second"] is not None]
+
+    def beats(a: dict, b: dict) -> bool:
+        score_a, score_b = sign * a["objective"], sign * b["objective"]
+        speed_a, speed_b = a["train_examples_per_second"], b["train_examples_per_second"]
+        return score_a >= score_b and speed_a >= speed_b and (score_a > score_b or speed_a > speed_b)
+
+    front = [row for row in scored if not any(beats(other, row) for other in scored)]
+    return sorted(front, key=lambda row: -row["train_examples_per_second"])
+
+
+def _flat(row: dict) -> dict:
+    return {**{key: value for key, value in row.items() if key != "values"}, **row["values"]}
+
+
+def _markdown(rows: list[dict]) -> str:
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in columns) + " |"
+              for row in rows]
+    return "\n".join(lines) + "\n"
 
 
 def write_tables(rows: list[dict], folder: str) -> None:
     """`trials.csv` and `trials.md`, each written whole."""
-    columns = list(dict.fromkeys(key for row in rows for key in row))
+    flat = [_flat(row) for row in rows]
+    columns = list(dict.fromkeys(key for row in flat for key in row))
     table = io.StringIO()
     writer = csv.DictWriter(table, columns)
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows(flat)
     atomic.write_text(os.path.join(folder, "trials.csv"), table.getvalue())
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in columns) + " |"
-              for row in rows]
-    atomic.write_text(os.path.join(folder, "trials.md"), "\n".join(lines) + "\n")
+    atomic.write_text(os.path.join(folder, "trials.md"), _markdown(flat))
+
+
+def write_pareto(rows: list[dict], front: list[dict], objective_name: str, folder: str) -> None:
+    """`pareto.md` (the front's trials) and `pareto.png` (every completed trial, the front marked)."""
+    text = (f"Trials that no other trial beats on both {objective_name} and training examples/s, "
+            f"fastest first ({len(front)} of {sum(row['status'] == 'COMPLETED' for row in rows)} completed):\n\n"
+            + _markdown([_flat(row) for row in front]))
+    atomic.write_text(os.path.join(folder, "pareto.md"), text)
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no screen needed
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6, 4), dpi=120)
+    axes = figure.add_subplot()
+    done = [row for row in rows if row["status"] == "COMPLETED" and row["train_examples_per_second"] is not None]
+    axes.scatter([row["train_examples_per_second"] for row in done], [row["objective"] for row in done],
+                 color="0.6", label="trial")
+    axes.plot([row["train_examples_per_second"] for row in front], [row["objective"] for row in front],
+              "o-", color="C3", label="Pareto front")
+    for row in done:
+        axes.annotate(row["trial"], (row["train_examples_per_second"], row["objective"]),
+                      textcoords="offset points", xytext=(4, 4), fontsize=8)
+    axes.set_xlabel("training examples/s")
+    axes.set_ylabel(objective_name)
+    axes.legend()
+    figure.tight_layout()
+    atomic.write_file(os.path.join(folder, "pareto.png"), lambda temp: figure.savefig(temp, format="png"))
 
 
 def search(run: Run, config: TuneConfig, fixed: frozenset[str]) -> dict:
     """Runs (or resumes) the search; returns the best trial's hyperparameter values and score."""
     folder = run.path("tuning")
     os.makedirs(folder, exist_ok=True)
-    hypermodel = AudioHyperModel(run, fixed)
+    hypermodel = AudioHyperModel(run, fixed, config.objective)
     tuner = make_tuner(hypermodel, config, run.train.seed, folder)
     tuner.search(callbacks=[keras.callbacks.TensorBoard(os.path.join(folder, "logs"))])
     if is_tuning_worker():
@@ -210,10 +300,12 @@ def search(run: Run, config: TuneConfig, fixed: frozenset[str]) -> dict:
     completed = [row for row in rows if row["status"] == "COMPLETED"]
     if not completed:
         raise RuntimeError(f"no trial completed; see {folder}/trials.md")
+    front = pareto_front(rows, hypermodel.objective.direction)
+    write_pareto(rows, front, hypermodel.objective.name, folder)
     best = tuner.oracle.get_best_trials(1)[0]
-    logging.info("Best trial %s: %s = %s", best.trial_id, config.objective, best.score)
+    logging.info("Best trial %s: %s = %s", trial_number(best.trial_id), config.objective, best.score)
     return {"values": dict(best.hyperparameters.values), "score": best.score, "trials": len(rows),
-            "completed": len(completed)}
+            "completed": len(completed), "pareto": {row["trial"]: row["values"] for row in front}}
 
 
 # -- --tune_target=pipeline ---------------------------------------------------

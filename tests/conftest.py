@@ -87,8 +87,13 @@ def train_in_process(*flags: str) -> Result:
 
     import train
 
+    import logging
+
     stdout, stderr = io.StringIO(), io.StringIO()
     code = 0
+    # Parsing flags sets absl's logger level from --verbosity: put it back, so that later tests
+    # that capture log records see them.
+    absl_level, root_handlers = logging.getLogger("absl").level, list(logging.getLogger().handlers)
     with flagsaver.flagsaver(), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         absl_flags.FLAGS.unparse_flags()
         try:
@@ -99,6 +104,9 @@ def train_in_process(*flags: str) -> Result:
             code = 2
         except SystemExit as exit_:
             code = exit_.code if isinstance(exit_.code, int) else 1
+        finally:
+            logging.getLogger("absl").setLevel(absl_level)
+            logging.getLogger().handlers[:] = root_handlers
     return Result(code, stdout.getvalue(), stderr.getvalue())
 
 

@@ -18,7 +18,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from conftest import HELPERS, run_helper
+from conftest import HELPERS, REPO, run_helper, train_in_process
 
 
 def free_port() -> int:
@@ -107,3 +107,107 @@ def test_a_killed_worker_stops_the_job_with_a_clear_message_and_a_rerun_finishes
     for task, (code, _, err) in results.items():
         assert code == 0, f"{task}: {err[-3000:]}"
     assert last_json(results["chief"][1])["step"] == 200
+
+
+# -- train.py under a strategy -------------------------------------------------
+
+
+def test_train_py_runs_mirrored_in_both_modes(tiny_data, tmp_path):
+    from test_train_cli import _common
+
+    for mode in ("keras", "estimator"):
+        model_dir = tmp_path / mode
+        result = train_in_process(*_common(tiny_data, tmp_path), f"--mode={mode}", "--epochs=2",
+                                  "--distribution_strategy=mirrored", "--noexport", f"--model_dir={model_dir}")
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert json.loads((model_dir / "metrics.json").read_text())["steps"] > 0
+
+
+@pytest.mark.parametrize("flags, named", [
+    (("--mode=keras", "--distribution_strategy=multi_worker_mirrored"), "--mode=estimator"),
+    (("--mode=tune", "--distribution_strategy=mirrored"), "--mode=tune"),
+    (("--mode=estimator", "--distribution_strategy=parameter_server"), "multi_worker_mirrored"),
+    (("--tf_data_service=localhost:5050",), "grpc://HOST:PORT"),
+])
+def test_strategies_a_mode_cannot_run_are_refused_before_anything_is_written(tmp_path, flags, named):
+    result = train_in_process(*flags, f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode == 2
+    assert named in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_train_py_on_a_cluster_chief_and_worker_share_one_model_folder(tiny_data, tmp_path):
+    from test_train_cli import _common
+
+    model_dir = tmp_path / "run"
+    cluster = {"chief": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
+    processes = {}
+    for task in ("chief", "worker"):
+        env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": task, "index": 0}})}
+        processes[task] = subprocess.Popen(
+            [sys.executable, "train.py", *_common(tiny_data, tmp_path), "--mode=estimator", "--epochs=2",
+             "--distribution_strategy=multi_worker_mirrored", "--noexport", f"--model_dir={model_dir}"],
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = finish(processes)
+    for task, (code, _, err) in results.items():
+        assert code == 0, f"{task}: {err[-3000:]}"
+    assert "test accuracy" in results["chief"][1]
+    assert "worker 0 finished" in results["worker"][1]
+    assert json.loads((model_dir / "metrics.json").read_text())["steps"] > 0
+
+
+# -- the tf.data service ---------------------------------------------------------
+
+
+def start_server(*args: str) -> tuple[subprocess.Popen, str]:
+    """`python -m compat.data_service ...`, once it serves: the process and its HOST:PORT."""
+    process = subprocess.Popen([sys.executable, "-m", "compat.data_service", *args], cwd=REPO,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = process.stdout.readline()
+    assert "listening on" in line, f"the server did not start: {line!r}"
+    return process, line.split()[-1]
+
+
+@pytest.fixture(scope="module")
+def data_service():
+    dispatcher, address = start_server("dispatcher", "--port=0", "--worker_timeout_ms=2000")
+    workers = [start_server("worker", f"--dispatcher_address={address}")[0] for _ in range(2)]
+    yield f"grpc://{address}", workers
+    for process in [dispatcher, *workers]:
+        process.kill()
+        process.wait()
+
+
+def test_training_through_the_data_service_learns_as_local_input(data_service, tmp_path):
+    address, _ = data_service
+    common = ["--max_steps=150", "--noexport", f"--cache_dir={tmp_path / 'cache'}"]
+    served = train_in_process(*common, f"--tf_data_service={address}", f"--model_dir={tmp_path / 'served'}")
+    local = train_in_process(*common, f"--model_dir={tmp_path / 'local'}")
+    assert served.returncode == 0 and local.returncode == 0, served.stderr[-3000:] + local.stderr[-3000:]
+    served, local = (json.loads((tmp_path / name / "metrics.json").read_text())["test_accuracy"]
+                     for name in ("served", "local"))
+    assert served > 0.8 and abs(served - local) < 0.1
+
+
+def test_a_data_service_worker_killed_mid_epoch_does_not_hang_the_trainer(data_service, tmp_path):
+    import threading
+
+    from compat import data
+    from compat.config import PipelineConfig
+
+    address, workers = data_service
+    config = PipelineConfig(data_service=address, cache_dir=str(tmp_path / "cache"), batch_size=32)
+    batches = iter(data.build_dataset("synthetic", config, "train"))
+    seen = []
+
+    def read() -> None:
+        for step in range(60):  # more than an epoch of the synthetic split
+            seen.append(int(next(batches)[1].shape[0]))
+            if step == 5:
+                workers[0].kill()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=180)
+    assert not reader.is_alive(), f"the trainer waited after {len(seen)} batches"
+    assert seen == [32] * 60

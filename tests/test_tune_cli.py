@@ -128,3 +128,28 @@ def test_a_chief_and_a_worker_finish_a_distributed_search(tiny_data, tmp_path):
         assert process.returncode == 0, f"{role}: {outputs[role][1][-3000:]}"
     assert "tuning worker tuner0 finished" in outputs["tuner0"][0]
     assert len(_rows(model_dir)) == 2 and (model_dir / "tuning" / "best.flags").is_file()
+
+
+def test_each_trial_trains_the_flags_budget_numbered_as_keras_tuner_logs_and_the_front_is_written(
+        tiny_data, tmp_path):
+    model_dir = tmp_path / "run"
+    # 24 files, 80 % train, batch 8: 3 steps per epoch; --max_steps=4 validated every 2 steps.
+    result = train_in_process(*_common(tiny_data, tmp_path), *FIXED, "--max_steps=4", "--eval_every_steps=2",
+                              "--max_trials=2", f"--model_dir={model_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = _rows(model_dir)
+    assert [row["trial"] for row in rows] == ["1", "2"]  # keras-tuner logs "Trial 1", "Trial 2"
+    assert [row["steps"] for row in rows] == ["4", "4"]
+    assert all(float(row["train_examples_per_second"]) > 0 and float(row["seconds_to_best"]) > 0 for row in rows)
+
+    tuning = model_dir / "tuning"
+    front = tuning / "pareto.md"
+    assert front.read_text().count("\n| ") >= 2  # header, and one trial at least
+    pareto_flags = sorted(os.listdir(tuning / "pareto"))
+    assert pareto_flags and set(pareto_flags) <= {"1.flags", "2.flags"}
+    for name in pareto_flags:
+        assert f"--model_dir={model_dir / 'pareto' / name[:-6]}" in (tuning / "pareto" / name).read_text()
+    assert (tuning / "pareto.png").read_bytes().startswith(b"\x89PNG")
+    # The fastest completed trial is on the front: nothing is faster, so nothing beats it on both.
+    fastest = max(rows, key=lambda row: float(row["train_examples_per_second"]))["trial"]
+    assert f"{fastest}.flags" in pareto_flags

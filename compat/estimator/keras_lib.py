@@ -76,10 +76,15 @@ class KerasEstimator(Estimator):
     def __init__(self, keras_model: keras.Model, model_dir: str | None = None, config: RunConfig | None = None,
                  metric_names_map: dict | None = None, export_outputs: dict | None = None):
         self._init_common(model_dir, config, params=None)
-        self._model = keras_model
+        self._strategy = self._config.train_distribute
+        # Training steps the strategy's copy. Evaluation, prediction and export read a copy of its
+        # own when the strategy spans workers: the metrics of a multi-worker copy are summed
+        # across the workers at every read, which needs every worker alive and evaluating too
+        # (TF 2.15 evaluated without the training strategy as well).
+        self._train_model = keras_model
+        self._model = _local_copy(keras_model) if distribution.is_multi_worker(self._strategy) else keras_model
         self._metric_names_map = dict(metric_names_map or {})
         self._export_outputs = dict(export_outputs or {})
-        self._strategy = self._config.train_distribute
         self._global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         self._last_loss = tf.Variable(float("nan"), trainable=False, name="last_loss")
         # The chief writes the model folder; another worker of a cluster saves where TF 2.15 put it,
@@ -87,13 +92,13 @@ class KerasEstimator(Estimator):
         checkpoint_dir = self.model_dir if self._config.is_chief else os.path.join(
             self.model_dir, f"tmp_worker_{self._config.task_id}")
         self._manager = tf.train.CheckpointManager(
-            keras_checkpoint.checkpoint_root(self._model, self._global_step), checkpoint_dir,
+            keras_checkpoint.checkpoint_root(self._train_model, self._global_step), checkpoint_dir,
             max_to_keep=self._config.keep_checkpoint_max if self._config.is_chief else 1,
             keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours, checkpoint_name="model.ckpt")
-        self._restored_from: str | None = None
+        self._restored_from: dict[int, str] = {}  # id(model) -> the checkpoint it holds
         self._evaluation_loop = tf.function(self._evaluate_all, reduce_retracing=True)
         self._train_loop: Callable | None = None
-        self._metrics_built = False
+        self._metrics_built: set[int] = set()  # id(model)s
         self._writers: dict[str, tf.summary.SummaryWriter] = {}
         if self.latest_checkpoint() is None and self._config.is_chief:
             self._write_warm_start()
@@ -115,16 +120,21 @@ class KerasEstimator(Estimator):
         """
         keras_dir = os.path.join(self.model_dir, "keras")
         os.makedirs(keras_dir, exist_ok=True)
-        keras_checkpoint.write_weights(self._model, self._global_step, os.path.join(keras_dir, "keras_model.ckpt"))
+        keras_checkpoint.write_weights(self._train_model, self._global_step, os.path.join(keras_dir, "keras_model.ckpt"))
 
-    def _restore(self, checkpoint_path: str | None = None) -> int:
-        """Loads `checkpoint_path` (default: the latest) into the model; returns its step."""
+    def _restore(self, checkpoint_path: str | None = None, model: keras.Model | None = None) -> int:
+        """Loads `checkpoint_path` (default: the latest) into `model` (default: the evaluation copy);
+        returns its step."""
+        model = model or self._model
         path = checkpoint_path or self.latest_checkpoint()
         if path is None:
+            if model is not self._train_model and self._restored_from.get(id(model)) is None:
+                model.set_weights(self._train_model.get_weights())  # the starting weights
+                self._restored_from[id(model)] = ""
             return int(self._global_step.numpy())
-        if path != self._restored_from:
-            keras_checkpoint.restore(self._model, self._global_step, path)
-            self._restored_from = path
+        if path != self._restored_from.get(id(model)):
+            keras_checkpoint.restore(model, self._global_step, path)
+            self._restored_from[id(model)] = path
         return int(self._global_step.numpy())
 
     def _save(self, listeners: Sequence) -> bool:
@@ -133,7 +143,7 @@ class KerasEstimator(Estimator):
         for listener in listeners:
             listener.before_save(None, step)
         path = self._manager.save(checkpoint_number=step)
-        self._restored_from = path
+        self._restored_from[id(self._train_model)] = path
         logging.info("Saving checkpoints for %d into %s.", step, path)
         # Every listener hears every save, even after one of them asked to stop.
         stops = [bool(listener.after_save(None, step)) for listener in listeners]
@@ -163,23 +173,25 @@ class KerasEstimator(Estimator):
             return self.model_inputs(features["features"]), features["sample_weights"]
         return self.model_inputs(features), None
 
-    def _build_metrics(self, element_spec) -> None:
-        """Checks the feature names and builds the compiled metrics' state on one batch of zeros.
+    def _build_metrics(self, element_spec, model: keras.Model | None = None) -> None:
+        """Checks the feature names and builds `model`'s (default: the evaluation copy's) compiled
+        metrics' state on one batch of zeros.
 
         Keras builds metrics at their first update; inside a tf.function that
         creates variables, which makes TensorFlow trace the function twice.
         """
-        if self._metrics_built:
+        model = model or self._model
+        if id(model) in self._metrics_built:
             return
-        with self._strategy.scope() if self._strategy is not None else contextlib.nullcontext():
-            self._build_metrics_now(element_spec)
-        self._metrics_built = True
+        distributed = self._strategy is not None and model is self._train_model
+        with self._strategy.scope() if distributed else contextlib.nullcontext():
+            self._build_metrics_now(element_spec, model)
+        self._metrics_built.add(id(model))
 
-    def _build_metrics_now(self, element_spec) -> None:
+    def _build_metrics_now(self, element_spec, model: keras.Model) -> None:
         features, labels = split_features_labels(element_spec)
         self._inputs_and_weights(features)  # a missing input is named here, before any tracing
         zeros = lambda shape, dtype: tf.zeros([1 if d is None else d for d in shape], dtype)
-        model = self._model
         inputs = {tensor.name: zeros(tensor.shape, tensor.dtype) for tensor in model.inputs}
         if len(model.inputs) == 1 and not isinstance(model.input, dict):
             inputs = next(iter(inputs.values()))
@@ -201,7 +213,7 @@ class KerasEstimator(Estimator):
         callbacks, session_hooks = split_hooks(hooks)
         if self._config.tf_random_seed is not None:
             tf.random.set_seed(self._config.tf_random_seed)  # as TF 2.15's graph seed; Python and NumPy untouched
-        start = self._restore()
+        start = self._restore(model=self._train_model)
         if max_steps is not None and start >= max_steps:
             logging.info("Skipping training since max_steps has already saved.")
             return self
@@ -227,7 +239,7 @@ class KerasEstimator(Estimator):
         def dataset(input_context=None) -> tf.data.Dataset:
             made = with_input_options(call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params,
                                                     input_context=input_context))
-            self._build_metrics(made.element_spec)
+            self._build_metrics(made.element_spec, self._train_model)
             return made
 
         if self._strategy is None:
@@ -245,7 +257,7 @@ class KerasEstimator(Estimator):
         step itself: the Python loop runs once per checkpoint, summary or log
         boundary, not once per step.
         """
-        model = self._model
+        model = self._train_model
 
         # As Keras' own fit: the step is traced as plain TF, without AutoGraph converting Keras'
         # code (which costs seconds of tracing); only this loop's control flow is converted.
@@ -297,9 +309,9 @@ class KerasEstimator(Estimator):
         for listener in listeners:
             listener.begin()
         # One train() call is one Keras "epoch": callbacks see begin/end, batches, and may stop it.
-        self._model.stop_training = False
+        self._train_model.stop_training = False
         for callback in callbacks:
-            callback.set_model(self._model)
+            callback.set_model(self._train_model)
             callback.set_params({"epochs": 1, "steps": None if last is None else last - start, "verbose": 0})
             callback.on_train_begin()
             callback.on_epoch_begin(0)
@@ -330,7 +342,7 @@ class KerasEstimator(Estimator):
                 callback.on_train_batch_end(step, {"loss": loss})
             if runner is not None:
                 stop = runner.after_step(loss) or stop
-            stop = stop or bool(self._model.stop_training)
+            stop = stop or bool(self._train_model.stop_training)
             if not is_finite(loss):
                 diverged = TrainingDiverged(step, loss, self.latest_checkpoint())
                 break
@@ -561,6 +573,14 @@ def _compile_like(copy: keras.Model, original: keras.Model) -> None:
         optimizer = original.optimizer
         copy.compile(optimizer=type(optimizer).from_config(optimizer.get_config()), loss=original.loss,
                      **arguments)
+
+
+def _local_copy(model: keras.Model) -> keras.Model:
+    """`model`'s architecture, compilation and weights, with variables of no strategy."""
+    copy = type(model).from_config(model.get_config())
+    copy.set_weights(model.get_weights())
+    _compile_like(copy, model)
+    return copy
 
 
 def _load_model(path: str, custom_objects: dict | None) -> keras.Model:
