@@ -14,22 +14,30 @@ from absl import flags
 
 import models
 from compat import atomic
-from compat.config import (AUTOTUNE, CACHE_MODES, FEATURES, STRATEGIES, TUNERS, DistributionConfig,
+from compat.config import (AUTOTUNE, CACHE_MODES, DTYPES, FEATURES, STRATEGIES, TUNERS, DistributionConfig,
                            PipelineConfig, TrainConfig, TuneConfig, replace_fields)
 from compat.sources import DataSource
 
 FLAGS = flags.FLAGS
+_GROUP_STARTS: list[tuple[str, frozenset[str]]] = []  # (concern, the flags defined before it)
+
+
+def _group(title: str) -> None:
+    """Starts a concern: the flags defined from here to the next `_group` are listed under `title` in --help."""
+    _GROUP_STARTS.append((title, frozenset(FLAGS)))
 _PIPELINE = PipelineConfig()
 # The rate a dataset's files are recorded at: decoding them needs no resampling.
 NATIVE_SAMPLE_RATES = {"fsdd": 8000, "synthetic": 16000}
 _TRAIN = TrainConfig()
 
 # -- mode -------------------------------------------------------------------
+_group("mode")
 flags.DEFINE_enum("mode", "keras", ["keras", "estimator", "tune"],
                   "keras: model.fit; estimator: the tf.estimator API (compat.estimator); "
                   "tune: keras-tuner search.")
 
 # -- data -------------------------------------------------------------------
+_group("data")
 flags.DEFINE_enum("dataset", "synthetic", ["synthetic", "fsdd", "folder", "manifest"],
                   "synthetic: the built-in default (no data needed); fsdd: the Free Spoken Digit "
                   "Dataset (downloaded unless --data_dir); folder: --data_dir/<label>/*.wav; "
@@ -40,6 +48,7 @@ flags.DEFINE_bool("skip_bad_files", _PIPELINE.skip_bad_files,
                   "Skip unreadable audio files (counted and logged) instead of stopping.")
 
 # -- pipeline ---------------------------------------------------------------
+_group("pipeline")
 flags.DEFINE_integer("batch_size", _PIPELINE.batch_size, "Global batch size.", lower_bound=1)
 flags.DEFINE_integer("num_parallel_calls", _PIPELINE.num_parallel_calls,
                      "Parallel decode/feature calls; -1 is AUTOTUNE.", lower_bound=AUTOTUNE)
@@ -74,6 +83,7 @@ flags.DEFINE_float("noise_stddev", _PIPELINE.noise_stddev,
                    "Augmentation: noise, relative to each example's standard deviation.", lower_bound=0)
 
 # -- model ------------------------------------------------------------------
+_group("model")
 flags.DEFINE_enum("model", models.ModelConfig.name, models.names(), "Architecture (models/).")
 flags.DEFINE_integer("width", None, "Filters of the first convolution; default: the model's own.",
                      lower_bound=1)
@@ -82,6 +92,7 @@ flags.DEFINE_float("dropout", None, "Dropout before the classifier; default: the
                    lower_bound=0, upper_bound=0.95)
 
 # -- training ---------------------------------------------------------------
+_group("training")
 flags.DEFINE_integer("epochs", _TRAIN.epochs, "Passes over the training split (unless --max_steps).",
                      lower_bound=1)
 flags.DEFINE_integer("max_steps", None, "Training steps; overrides --epochs.", lower_bound=1)
@@ -94,9 +105,21 @@ flags.DEFINE_integer("steps_per_execution", _TRAIN.steps_per_execution,
                      "the evaluation period up to 64.", lower_bound=0)
 flags.DEFINE_integer("keep_checkpoints", _TRAIN.keep_checkpoints, "Checkpoints kept in --model_dir.",
                      lower_bound=1)
-flags.DEFINE_integer("seed", _PIPELINE.seed, "Seed for data order, augmentation and weights.")
+flags.DEFINE_integer("seed", _PIPELINE.seed, "Seed for data order, augmentation and weights.", lower_bound=0,
+                     upper_bound=2**31 - 1)
+
+# -- performance (GPU switches) ---------------------------------------------
+_group("performance (GPU switches)")
+flags.DEFINE_enum("dtype", _TRAIN.dtype, list(DTYPES),
+                  "Keras dtype policy: mixed_float16 (GPU) or mixed_bfloat16 (TPU, recent CPUs/GPUs) compute in "
+                  "16 bits with float32 weights and logits.")
+flags.DEFINE_bool("enable_xla", _TRAIN.enable_xla, "Compile the training step with XLA (--mode=keras).")
+flags.DEFINE_list("profile_steps", None,
+                  "FIRST,LAST: write a TensorBoard profile of these training steps to <model_dir>/logs/train "
+                  "(its input-pipeline page shows whether the step waited on input; --mode=keras).")
 
 # -- distribution ---------------------------------------------------------
+_group("distribution")
 _DISTRIBUTION = DistributionConfig()
 flags.DEFINE_enum("distribution_strategy", _DISTRIBUTION.distribution_strategy, list(STRATEGIES),
                   "off: one device; mirrored: this machine's GPUs (--num_gpus; the CPU when 0); "
@@ -109,6 +132,7 @@ flags.DEFINE_string("tf_data_service", None,
                     "workers read and decode the training split; batching and augmentation stay here.")
 
 # -- tuning (--mode=tune) ---------------------------------------------------
+_group("tuning (--mode=tune)")
 _TUNE = TuneConfig()
 flags.DEFINE_enum("tuner", _TUNE.tuner, list(TUNERS), "keras-tuner algorithm.")
 flags.DEFINE_integer("max_trials", _TUNE.max_trials, "Trials to run (random, bayesian, grid).", lower_bound=1)
@@ -121,20 +145,26 @@ flags.DEFINE_enum("tune_target", "model", ["model", "pipeline"],
                   "the builder's examples/s for speed-only settings and pick the fastest.")
 
 # -- output -----------------------------------------------------------------
+_group("output")
 flags.DEFINE_string("model_dir", "runs/default",
                     "Checkpoints, TensorBoard logs, metrics.json, flags and exports. Rerunning a "
                     "command with the same --model_dir resumes it.")
 flags.DEFINE_bool("export", _TRAIN.export, "Write model.keras and a SavedModel for serving at the end.")
 
 
-@flags.multi_flags_validator(["dataset", "data_dir", "manifest"],
-                             message="--dataset=folder needs --data_dir, and --dataset=manifest needs --manifest")
+@flags.multi_flags_validator(["dataset", "data_dir", "manifest"], message=(
+    "the data flags do not fit --dataset: --dataset=folder needs --data_dir (one sub-folder per class), "
+    "--dataset=fsdd takes an optional --data_dir, --dataset=manifest needs --manifest and takes no --data_dir, "
+    "and --dataset=synthetic (the default) takes neither: add --dataset=folder|fsdd|manifest to train on your data"))
 def _data_flags_agree(values: dict) -> bool:
-    if values["dataset"] == "folder":
-        return bool(values["data_dir"])
-    if values["dataset"] == "manifest":
-        return bool(values["manifest"])
-    return True
+    dataset, data_dir, manifest = values["dataset"], values["data_dir"], values["manifest"]
+    if dataset == "folder":
+        return bool(data_dir) and not manifest
+    if dataset == "manifest":
+        return bool(manifest) and not data_dir
+    if dataset == "fsdd":
+        return not manifest
+    return not data_dir and not manifest
 
 
 @flags.multi_flags_validator(["time_shift_ms", "crop_margin_ms"],
@@ -154,6 +184,24 @@ def _strategy_fits_mode(values: dict) -> bool:
     if values["mode"] == "tune":
         return strategy == "off"
     return values["mode"] == "estimator" or strategy != "multi_worker_mirrored"
+
+
+@flags.multi_flags_validator(["mode", "enable_xla", "profile_steps"], message=(
+    "--enable_xla and --profile_steps apply to --mode=keras: the Estimator engine's step loop reads its "
+    "input inside the compiled function, which XLA cannot compile, and profiles are Keras' TensorBoard callback"))
+def _keras_only_switches(values: dict) -> bool:
+    return values["mode"] == "keras" or not (values["enable_xla"] or values["profile_steps"])
+
+
+@flags.validator("profile_steps", message="--profile_steps must be FIRST,LAST: two step numbers, 1 <= FIRST <= LAST")
+def _profile_range(value) -> bool:
+    if value is None:
+        return True
+    try:
+        first, last = (int(step) for step in value)
+    except ValueError:
+        return False
+    return 1 <= first <= last
 
 
 _TUNING_FLAGS = ("tuner", "max_trials", "objective", "max_failed_trials", "tune_target")
@@ -183,6 +231,8 @@ def configs_from_flags() -> Configs:
     """The one place that reads FLAGS. A value the configs reject raises ValueError naming it."""
     values = {name: FLAGS[name].value for name in FLAGS}
     values["data_service"] = values.pop("tf_data_service")
+    if values["profile_steps"] is not None:
+        values["profile_steps"] = tuple(int(step) for step in values["profile_steps"])
     if values["sample_rate"] is None:
         values["sample_rate"] = NATIVE_SAMPLE_RATES.get(FLAGS.dataset, _PIPELINE.sample_rate)
     return Configs(
@@ -199,17 +249,36 @@ def configs_from_flags() -> Configs:
     )
 
 
-def save_flagfile(path: str, overrides: dict | None = None, drop: tuple[str, ...] = ()) -> None:
-    """Writes every flag of this module with its value: `--flagfile=path` repeats the run.
+def grouped_help() -> str:
+    """`--help`: this module's flags grouped by concern, in definition order, each with its default."""
+    import sys
 
-    `overrides` replaces values (a tuning result); flags in `drop` are left out.
+    ours = {flag.name: flag for flag in FLAGS.get_key_flags_for_module(sys.modules[__name__])}
+    ends = [defined for _, defined in _GROUP_STARTS[1:]] + [frozenset(FLAGS)]
+    lines = [sys.modules["__main__"].__doc__ or "", ""]
+    for (title, before), after in zip(_GROUP_STARTS, ends):
+        lines.append(f"{title}:")
+        for name in (name for name in FLAGS if name in after - before and name in ours):
+            flag = ours[name]
+            default = "" if flag.default is None else f" (default: {flag.default_as_str})"
+            lines.append(f"  --{name}: {flag.help}{default}")
+        lines.append("")
+    lines.append("--helpfull lists absl's own flags too; --flagfile=FILE reads flags from a file.")
+    return "\n".join(lines)
+
+
+def save_flagfile(path: str, overrides: dict | None = None, drop: tuple[str, ...] = ()) -> None:
+    """Writes the flags the user set (on the command line or in a flagfile): `--flagfile=path` repeats
+    the run, and a search started from it searches what the user left open.
+
+    `overrides` adds or replaces values (a tuning result); flags in `drop` are left out.
     """
     import sys
 
     overrides = overrides or {}
     lines = []
     for flag in FLAGS.get_key_flags_for_module(sys.modules[__name__]):
-        if flag.name in drop:
+        if flag.name in drop or not (flag.present or flag.name in overrides):
             continue
         if flag.name in overrides:
             value = overrides[flag.name]

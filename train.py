@@ -73,6 +73,24 @@ def tune(configs: flags.Configs) -> None:
     print(f"{summary}; train it with: python train.py --flagfile={best_flags} --mode=keras")
 
 
+def _quiet_tensorflow_logs() -> None:
+    """Drops TensorFlow's own INFO lines (each checkpoint shard's timing, SavedModel internals, "input
+    names with unsupported characters"): nothing in them is for a user to act on. TensorFlow logs
+    them through absl, as this toolkit does, so they are told apart by the file that logs them;
+    warnings and errors still show."""
+    import logging
+
+    from absl import logging as absl_logging
+
+    tensorflow_package = os.sep + "tensorflow" + os.sep
+
+    def keep(record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or tensorflow_package not in record.pathname
+
+    for logger in (absl_logging.get_absl_logger(), logging.getLogger("tensorflow")):
+        logger.addFilter(keep)
+
+
 def fail(message: str, exit_code: int = 2) -> None:
     """One line that names the flag, file or folder and says what to do: no traceback, no help dump."""
     print(f"train.py: error: {message}", file=sys.stderr)
@@ -92,6 +110,12 @@ def main(argv: list[str]) -> None:
         configs = flags.configs_from_flags()
     except ValueError as error:  # a config's own check: names the field, which is the flag
         fail(str(error))
+    _quiet_tensorflow_logs()
+    import keras
+
+    # The process's one dtype policy, chosen at start as Model Garden does: every layer built after
+    # this computes in it (the logits stay float32).
+    keras.config.set_dtype_policy(configs.train.dtype)
     try:
         if configs.mode == "tune":
             tune(configs)
@@ -101,7 +125,16 @@ def main(argv: list[str]) -> None:
         fail(str(error))
     except TrainingDiverged as error:
         fail(str(error), exit_code=1)
+    except KeyboardInterrupt:
+        from compat.run import last_saved_step
+
+        step = last_saved_step(configs.model_dir)
+        saved = f"its last checkpoint is at step {step}" if step is not None else "no checkpoint was saved yet"
+        fail(f"interrupted; {configs.model_dir}: {saved}. The same command resumes from there", exit_code=130)
 
 
 if __name__ == "__main__":
+    if {"--help", "-h", "-?", "--helpshort"} & set(sys.argv[1:]):
+        print(flags.grouped_help())  # grouped by concern; absl's own help is alphabetical
+        sys.exit(0)
     app.run(main)

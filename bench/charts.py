@@ -1,4 +1,4 @@
-"""PNG charts of the bench tables (`--plot`), with matplotlib (the `plots` extra).
+"""PNG charts of the bench tables (`--plot`), with matplotlib (a dependency).
 
 Each function takes a table's numbers as they were printed and writes one PNG.
 """
@@ -12,7 +12,7 @@ def _pyplot():
     try:
         import matplotlib
     except ImportError as error:
-        raise SystemExit("--plot needs matplotlib: pip install -e '.[plots]'") from error
+        raise SystemExit("--plot needs matplotlib: pip install -e .") from error
     matplotlib.use("Agg")  # files only: no screen needed
     import matplotlib.pyplot as pyplot
 

@@ -174,6 +174,9 @@ class PipelineConfig:
         return self.cache_dir or default_cache_dir()
 
 
+DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """How long and how a model trains, the same in every mode."""
@@ -188,10 +191,20 @@ class TrainConfig:
     # Training steps per compiled call (Keras' steps_per_execution); 0: the largest divisor of the
     # evaluation period up to 64, so that periods stay exact and Python runs once per call, not per step.
     steps_per_execution: int = 0
+    # GPU switches, with TensorFlow Model Garden's names: the Keras dtype policy (mixed_* compute in
+    # 16 bits, keep float32 weights), XLA compilation of the step, and a profiled step range (first, last).
+    dtype: str = "float32"
+    enable_xla: bool = False
+    profile_steps: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         def require(ok: bool, message: str) -> None:
             _require("TrainConfig", ok, message)
+
+        require(self.dtype in DTYPES, f"dtype '{self.dtype}' must be one of {DTYPES}")
+        require(self.profile_steps is None or (len(self.profile_steps) == 2
+                                               and 1 <= self.profile_steps[0] <= self.profile_steps[1]),
+                f"profile_steps {self.profile_steps} must be FIRST,LAST with 1 <= FIRST <= LAST")
 
         require(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")
         require(self.max_steps is None or self.max_steps >= 1, f"max_steps must be >= 1, got {self.max_steps}")

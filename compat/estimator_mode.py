@@ -8,6 +8,7 @@ split is evaluated and `metrics.json` written in the same schema:
   <model_dir>/model.ckpt-<step>.*, checkpoint, events.out.tfevents.*   as tf.estimator
   <model_dir>/eval/, eval_test/                                         evaluation summaries
   <model_dir>/export/final/<timestamp>/                                 the SavedModel
+  <model_dir>/history.csv, metrics.json, confusion_matrix.png           as --mode=keras
 
 Under a strategy (`--distribution_strategy`) the RunConfig carries it as
 `train_distribute`; in a TF_CONFIG cluster every task runs this same command,
@@ -17,9 +18,15 @@ checkpoint, and only the chief evaluates the test split and writes `metrics.json
 
 from __future__ import annotations
 
+import csv
+import io
 import time
 
-from compat import estimator
+import numpy as np
+import tensorflow as tf
+
+from compat import atomic, estimator
+from compat.estimator.early_stopping import read_eval_metrics
 from compat.run import Run
 
 
@@ -44,4 +51,21 @@ def train_and_evaluate(run: Run) -> dict | None:
     if not run_config.is_chief:
         return None
     test = est.evaluate(run.input_fn("test"), name="test")
-    return run.write_metrics(test, int(test["global_step"]), start_step, train_seconds)
+    _write_history(run.path("history.csv"), read_eval_metrics(est.eval_dir()))
+    features, labels = run.test_examples()
+    predictions = est.predict(lambda: tf.data.Dataset.from_tensor_slices(features).batch(run.pipeline.batch_size),
+                              yield_single_examples=False)
+    predicted = np.concatenate([np.argmax(next(iter(batch.values())), axis=-1) for batch in predictions])
+    return run.write_metrics(test, int(test["global_step"]), start_step, train_seconds,
+                             **run.confusion(labels, predicted))
+
+
+def _write_history(path: str, evaluations: dict) -> None:
+    """`history.csv`: one row per evaluation of the eval split (TF 2.15's eval events, read back)."""
+    columns = list(dict.fromkeys(name for metrics in evaluations.values() for name in metrics))
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(["step", *columns])
+    for step, metrics in evaluations.items():
+        writer.writerow([step, *(metrics.get(name, "") for name in columns)])
+    atomic.write_text(path, table.getvalue())

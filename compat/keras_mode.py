@@ -5,7 +5,8 @@ and checkpoints, evaluates "test" at the end, exports, and writes `metrics.json`
 
   <model_dir>/checkpoints/ckpt-<step>.*   the last `keep_checkpoints` (tf.train.CheckpointManager)
   <model_dir>/logs/{train,validation}/     TensorBoard
-  <model_dir>/metrics.json, model.keras, saved_model/
+  <model_dir>/history.csv                  one row per evaluation period (Keras' CSVLogger)
+  <model_dir>/metrics.json, confusion_matrix.png, model.keras, saved_model/
 
 A run killed at any moment and started again with the same model folder
 continues from its last checkpoint (model, optimizer and step), so it ends at
@@ -18,6 +19,7 @@ from __future__ import annotations
 import sys
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -61,8 +63,11 @@ def train_and_evaluate(run: Run) -> dict:
             epochs=plan.periods,
             initial_epoch=start_step // plan.period,
             validation_data=run.dataset("eval"),
+            shuffle=False,  # the builder shuffles; Keras would only warn that it cannot
             callbacks=[nan_guard, clock, _Checkpoint(manager, nan_guard),
-                       keras.callbacks.TensorBoard(run.path("logs"))],
+                       keras.callbacks.TensorBoard(run.path("logs"), profile_batch=run.train.profile_steps or 0),
+                       # one row per evaluation period ("epoch"); a resumed run appends
+                       keras.callbacks.CSVLogger(run.path("history.csv"), append=True)],
             verbose=1 if sys.stdout.isatty() else 2,
         )
     else:
@@ -71,7 +76,8 @@ def train_and_evaluate(run: Run) -> dict:
 
     test_dataset = run.dataset("test")
     test = model.evaluate(test_dataset, return_dict=True, verbose=0)
-    extra = {}
+    features, labels = run.test_examples()
+    extra = run.confusion(labels, np.argmax(model.predict(features, verbose=0), axis=-1))
     if run.train.export:
         sample = next(iter(test_dataset))[0]
         extra["export_max_abs_difference"] = export_keras_model(model, run.model_dir, sample)

@@ -18,11 +18,12 @@ import time
 from typing import Any, Callable, Iterator, Mapping
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
 import models
-from compat import atomic, data
+from compat import atomic, charts, data
 from compat.config import PipelineConfig, TrainConfig
 from compat.divergence import TrainingDiverged, is_finite
 from compat.sources import DataSource, SourceIndex
@@ -68,14 +69,17 @@ def plan_steps(config: TrainConfig, train_examples: int, batch_size: int) -> Ste
     return plan
 
 
-def compile_model(model: keras.Model, learning_rate: float, total_steps: int, steps_per_execution: int = 1) -> None:
-    """Adam with a cosine decay to zero at `total_steps`; logits in, accuracy out."""
+def compile_model(model: keras.Model, learning_rate: float, total_steps: int, steps_per_execution: int = 1,
+                  jit_compile: bool = False) -> None:
+    """Adam with a cosine decay to zero at `total_steps`; logits in, accuracy out. Under a mixed
+    dtype policy Keras scales the loss itself (its LossScaleOptimizer)."""
     schedule = keras.optimizers.schedules.CosineDecay(learning_rate, decay_steps=max(total_steps, 1))
     model.compile(
         optimizer=keras.optimizers.Adam(schedule),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
         steps_per_execution=steps_per_execution,
+        jit_compile=jit_compile,
     )
 
 
@@ -182,8 +186,26 @@ class Run:
             model = models.build_from_config(model_config or self.model_config, data.feature_shape(pipeline),
                                              len(self.class_names), input_name=pipeline.feature_key)
             compile_model(model, train.learning_rate, plan.max_steps,
-                          plan.steps_per_execution(train.steps_per_execution))
+                          plan.steps_per_execution(train.steps_per_execution), train.enable_xla)
         return model
+
+    def test_examples(self) -> tuple[dict, np.ndarray]:
+        """The test split in memory, `({feature_key: [n, frames, bins]}, labels [n])`: one pass, so
+        features and labels stay paired whatever order the parallel stages gave."""
+        features, labels = [], []
+        for batch_features, batch_labels in self.dataset("test"):
+            features.append(batch_features[self.pipeline.feature_key].numpy())
+            labels.append(batch_labels.numpy())
+        return {self.pipeline.feature_key: np.concatenate(features)}, np.concatenate(labels)
+
+    def confusion(self, labels: np.ndarray, predicted: np.ndarray) -> dict:
+        """Writes `confusion_matrix.png`; returns the matrix (rows: true class) and per-class accuracy."""
+        names = self.class_names
+        matrix = tf.math.confusion_matrix(labels, predicted, num_classes=len(names)).numpy()
+        charts.confusion_png(self.path("confusion_matrix.png"), matrix, names)
+        return {"confusion_matrix": matrix.tolist(),
+                "per_class_accuracy": {name: round(float(matrix[i, i] / max(matrix[i].sum(), 1)), 4)
+                                       for i, name in enumerate(names)}}
 
     def write_metrics(self, test: Mapping[str, Any], steps: int, start_step: int, train_seconds: float,
                       **extra: Any) -> dict:
@@ -206,6 +228,15 @@ class Run:
         }
         atomic.write_json(self.path("metrics.json"), metrics)
         return metrics
+
+
+def last_saved_step(model_dir: str) -> int | None:
+    """The step of the newest checkpoint in a model folder of either mode; None without one."""
+    for folder in (os.path.join(model_dir, "checkpoints"), model_dir):
+        latest = tf.train.latest_checkpoint(folder)
+        if latest:
+            return int(latest.rsplit("-", 1)[1])
+    return None
 
 
 @contextlib.contextmanager

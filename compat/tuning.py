@@ -33,7 +33,7 @@ import tensorflow as tf
 from absl import logging
 
 import models
-from compat import atomic, data
+from compat import atomic, charts, data
 from compat.config import PipelineConfig, TrainConfig, TuneConfig, replace_fields
 from compat.run import NanGuard, Run, TrainingClock, plan_steps
 
@@ -125,6 +125,7 @@ class AudioHyperModel(keras_tuner.HyperModel):
                 epochs=kwargs.get("epochs", plan.periods),
                 initial_epoch=kwargs.get("initial_epoch", 0),
                 validation_data=eval_data,
+                shuffle=False,  # the builder shuffles; Keras would only warn that it cannot
                 callbacks=[nan_guard, clock, *kwargs.get("callbacks", []), epoch_timer],
                 verbose=kwargs.get("verbose", 2),
             )
@@ -264,26 +265,12 @@ def write_pareto(rows: list[dict], front: list[dict], objective_name: str, folde
             f"fastest first ({len(front)} of {sum(row['status'] == 'COMPLETED' for row in rows)} completed):\n\n"
             + _markdown([_flat(row) for row in front]))
     atomic.write_text(os.path.join(folder, "pareto.md"), text)
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no screen needed
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(6, 4), dpi=120)
-    axes = figure.add_subplot()
     done = [row for row in rows if row["status"] == "COMPLETED" and row["train_examples_per_second"] is not None]
-    axes.scatter([row["train_examples_per_second"] for row in done], [row["objective"] for row in done],
-                 color="0.6", label="trial")
-    axes.plot([row["train_examples_per_second"] for row in front], [row["objective"] for row in front],
-              "o-", color="C3", label="Pareto front")
-    for row in done:
-        axes.annotate(row["trial"], (row["train_examples_per_second"], row["objective"]),
-                      textcoords="offset points", xytext=(4, 4), fontsize=8)
-    axes.set_xlabel("training examples/s")
-    axes.set_ylabel(objective_name)
-    axes.legend()
-    figure.tight_layout()
-    atomic.write_file(os.path.join(folder, "pareto.png"), lambda temp: figure.savefig(temp, format="png"))
+    on_front = {row["trial"] for row in front}
+    charts.pareto_png(os.path.join(folder, "pareto.png"), [row["train_examples_per_second"] for row in done],
+                      [row["objective"] for row in done], [row["trial"] for row in done],
+                      sorted((i for i, row in enumerate(done) if row["trial"] in on_front),
+                             key=lambda i: -done[i]["train_examples_per_second"]), objective_name)
 
 
 def search(run: Run, config: TuneConfig, fixed: frozenset[str]) -> dict:

@@ -21,7 +21,8 @@ def _conv_bn_relu(x, conv: layers.Layer):
 
 def _classifier(x, num_classes: int, dropout: float):
     x = layers.Dropout(dropout)(x)
-    return layers.Dense(num_classes, name="logits")(x)
+    # float32 logits under a mixed dtype policy: softmax and the loss stay stable.
+    return layers.Dense(num_classes, name="logits", dtype="float32")(x)
 
 
 def cnn(inputs, num_classes: int, width: int = 32, depth: int = 3, dropout: float = 0.2):

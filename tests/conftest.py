@@ -94,6 +94,8 @@ def train_in_process(*flags: str) -> Result:
     # Parsing flags sets absl's logger level from --verbosity: put it back, so that later tests
     # that capture log records see them.
     absl_level, root_handlers = logging.getLogger("absl").level, list(logging.getLogger().handlers)
+    # train.py filters TensorFlow's INFO lines for its run: not for later tests.
+    filters = {name: list(logging.getLogger(name).filters) for name in ("absl", "tensorflow")}
     with flagsaver.flagsaver(), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         absl_flags.FLAGS.unparse_flags()
         try:
@@ -105,7 +107,12 @@ def train_in_process(*flags: str) -> Result:
         except SystemExit as exit_:
             code = exit_.code if isinstance(exit_.code, int) else 1
         finally:
+            import keras
+
+            keras.config.set_dtype_policy("float32")  # --dtype sets the process's policy
             logging.getLogger("absl").setLevel(absl_level)
+            for name, kept in filters.items():
+                logging.getLogger(name).filters[:] = kept
             logging.getLogger().handlers[:] = root_handlers
     return Result(code, stdout.getvalue(), stderr.getvalue())
 

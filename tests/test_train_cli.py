@@ -20,10 +20,10 @@ def _common(tiny_data, tmp_path):
     return ["--dataset=folder", f"--data_dir={tiny_data}", f"--cache_dir={tmp_path / 'cache'}", *TINY]
 
 
-def _train_files(tiny_data, tmp_path) -> int:
+def _train_files(tiny_data, tmp_path, split: str = "train") -> int:
     from compat.data import PipelineConfig, split_size
 
-    return split_size(f"{tiny_data}", PipelineConfig(cache_dir=str(tmp_path / "cache")), "train")
+    return split_size(f"{tiny_data}", PipelineConfig(cache_dir=str(tmp_path / "cache")), split)
 
 
 def test_a_short_run_writes_every_output(tiny_data, tmp_path):
@@ -37,7 +37,15 @@ def test_a_short_run_writes_every_output(tiny_data, tmp_path):
     assert glob.glob(str(model_dir / "checkpoints" / "ckpt-*.index"))
     assert glob.glob(str(model_dir / "logs" / "train" / "events.out.tfevents.*"))
     assert glob.glob(str(model_dir / "logs" / "validation" / "events.out.tfevents.*"))
-    assert "--epochs=2" in (model_dir / "flags.txt").read_text()
+    # flags.txt holds what the user set, nothing else: a search started from it keeps its space open.
+    given = [*_common(tiny_data, tmp_path), "--epochs=2", f"--model_dir={model_dir}"]
+    assert sorted(line.split("=")[0] for line in (model_dir / "flags.txt").read_text().split()) == sorted(
+        flag.split("=")[0] for flag in given)
+    history = (model_dir / "history.csv").read_text().splitlines()
+    assert history[0].startswith("epoch,") and len(history) == 3  # a header and one row per period
+    assert (model_dir / "confusion_matrix.png").read_bytes().startswith(b"\x89PNG")
+    assert set(metrics["per_class_accuracy"]) == set(metrics["class_names"])
+    assert sum(map(sum, metrics["confusion_matrix"])) == _train_files(tiny_data, tmp_path, "test")  # each clip once
     assert (model_dir / "model.keras").is_file()
     assert not [name for name in os.listdir(model_dir) if name.startswith(".")]  # no lock, no temporaries
 
@@ -63,6 +71,36 @@ def test_estimator_mode_writes_the_same_metrics_and_estimator_files(tiny_data, t
     assert glob.glob(str(model_dir / f"model.ckpt-{steps}.index")) and (model_dir / "checkpoint").is_file()
     assert glob.glob(str(model_dir / "eval" / "events.out.tfevents.*"))
     assert len(os.listdir(model_dir / "export" / "final")) == 1
+    history = (model_dir / "history.csv").read_text().splitlines()
+    assert history[0].startswith("step,") and len(history) == 3  # one row per evaluation
+    assert (model_dir / "confusion_matrix.png").read_bytes().startswith(b"\x89PNG")
+    assert set(metrics["per_class_accuracy"]) == set(metrics["class_names"])
+
+
+def test_gpu_switches_train_on_the_cpu_where_they_apply(tiny_data, tmp_path):
+    for switches in (("--dtype=mixed_bfloat16",), ("--enable_xla",), ("--profile_steps=2,3",)):
+        model_dir = tmp_path / switches[0].split("=")[0].strip("-")
+        result = train_in_process(*_common(tiny_data, tmp_path), "--epochs=2", "--noexport", *switches,
+                                  f"--model_dir={model_dir}")
+        assert result.returncode == 0, (switches, result.stderr[-3000:])
+        assert json.loads((model_dir / "metrics.json").read_text())["steps"] > 0
+    profiles = glob.glob(str(tmp_path / "profile_steps" / "logs" / "train" / "plugins" / "profile" / "*" / "*.xplane.pb"))
+    assert profiles, "no TensorBoard profile was written"
+
+
+def test_ctrl_c_says_where_the_run_stopped_and_exits_130(tiny_data, tmp_path):
+    model_dir = tmp_path / "run"
+    command = [sys.executable, os.path.join(REPO, "train.py"), *_common(tiny_data, tmp_path),
+               "--max_steps=600", "--eval_every_steps=6", "--noexport", f"--model_dir={model_dir}"]
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while not glob.glob(str(model_dir / "checkpoints" / "ckpt-12.index")) and time.time() < deadline:
+        assert process.poll() is None, "training ended before it could be interrupted"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err[-3000:]
+    assert "interrupted" in err and "its last checkpoint is at step" in err and "The same command resumes" in err
 
 
 def test_flagfile_round_trip_and_later_flags_override(tiny_data, tmp_path):
@@ -98,17 +136,25 @@ def test_kill_9_then_the_same_command_resumes(tiny_data, tmp_path):
 
 
 def test_an_invalid_flag_value_names_the_flag(tmp_path):
-    for flag, name in [("--batch_size=0", "batch_size"), ("--feature=mel", "feature"),
-                       ("--cache=ram", "cache"), ("--time_shift_ms=500", "time_shift_ms")]:
-        result = train_in_process(flag, f"--model_dir={tmp_path / 'x'}")
+    for flags, name in [(("--batch_size=0",), "batch_size"), (("--feature=mel",), "feature"),
+                        (("--cache=ram",), "cache"), (("--time_shift_ms=500",), "time_shift_ms"),
+                        (("--seed=-5",), "seed"), (("--frame_step_ms=30",), "frame_step_ms"),
+                        (("--n_mfcc=50",), "n_mfcc"), (("--profile_steps=5",), "profile_steps"),
+                        (("--mode=estimator", "--enable_xla"), "--enable_xla"),
+                        (("--dtype=float16",), "dtype")]:
+        result = train_in_process(*flags, f"--model_dir={tmp_path / 'x'}")
         assert result.returncode == 2
         assert name in result.stderr, result.stderr[-2000:]
+        assert len(result.stderr.strip().splitlines()) <= 2, result.stderr  # the message, not the help
     assert not (tmp_path / "x").exists()  # refused before anything was written
 
 
 def test_missing_or_empty_data_dir_is_a_clear_error(tmp_path):
     result = train_in_process("--dataset=folder", f"--model_dir={tmp_path / 'x'}")
     assert result.returncode == 2 and "--dataset=folder needs --data_dir" in result.stderr
+    # A data folder without --dataset would have trained on the synthetic set: refused instead.
+    result = train_in_process(f"--data_dir={tmp_path}", f"--model_dir={tmp_path / 'x'}")
+    assert result.returncode == 2 and "add --dataset=folder|fsdd|manifest" in result.stderr
     result = train_in_process("--dataset=folder", f"--data_dir={tmp_path / 'nowhere'}",
                               f"--model_dir={tmp_path / 'x'}")
     assert result.returncode == 2 and "does not exist" in result.stderr

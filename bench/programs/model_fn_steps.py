@@ -1,0 +1,38 @@
+"""A custom model_fn Estimator (the graph engine) that trains to MAX_STEPS, checkpointing every 20 steps.
+
+    python model_fn_steps.py MODEL_DIR MAX_STEPS
+
+Rerun with the same MODEL_DIR, it resumes from the latest checkpoint, as a
+tf.estimator program does. Prints a JSON line: the final global step.
+"""
+import json
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+import compat.estimator as estimator
+
+MODEL_DIR, MAX_STEPS = sys.argv[1], int(sys.argv[2])
+rng = np.random.default_rng(0)
+X = rng.standard_normal((2048, 16)).astype("float32")
+Y = (X[:, :4].sum(axis=1) > 0).astype("int64")
+
+
+def input_fn():
+    return tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).shuffle(2048, seed=0).repeat().batch(32)
+
+
+def model_fn(features, labels, mode, params):
+    hidden = tf.compat.v1.layers.dense(features["x"], 64, activation=tf.nn.relu)
+    logits = tf.compat.v1.layers.dense(hidden, 2)
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.compat.v1.train.AdamOptimizer(1e-3).minimize(
+        loss, global_step=tf.compat.v1.train.get_or_create_global_step())
+    return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+config = estimator.RunConfig(save_checkpoints_steps=20, log_step_count_steps=1000, tf_random_seed=0)
+est = estimator.Estimator(model_fn, model_dir=MODEL_DIR, config=config)
+est.train(input_fn, max_steps=MAX_STEPS)
+print(json.dumps({"global_step": int(est.get_variable_value("global_step"))}))
