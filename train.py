@@ -101,6 +101,7 @@ def main(argv: list[str]) -> None:
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])} (flags are --name=value)")
     from compat.atomic import FolderInUseError
+    from compat.checkpoints import NoReadableCheckpointError
     from compat.distribution import UnsupportedStrategyError
     from compat.divergence import TrainingDiverged
     from compat.fetch import FetchError
@@ -121,7 +122,8 @@ def main(argv: list[str]) -> None:
             tune(configs)
         else:
             train_model(configs)
-    except (DataSourceError, FetchError, FolderInUseError, UnsupportedStrategyError) as error:
+    except (DataSourceError, FetchError, FolderInUseError, UnsupportedStrategyError,
+            NoReadableCheckpointError) as error:
         fail(str(error))
     except TrainingDiverged as error:
         fail(str(error), exit_code=1)

@@ -200,15 +200,19 @@ def examples(table: FileTable, config: PipelineConfig, split: str, training: boo
         return {"examples": len(table) - skipped, "split": split, "files": len(table),
                 "skipped_files": skipped, "feature": config.feature}
 
-    split_cache = cache.through_disk_cache(
-        config.resolved_cache_dir,
-        cache.fingerprint(table, _pre_cache_settings(config, split, training)),
-        build=decoded_chunks,
-        elements=_chunks_in(table),
-        describe=describe,
-        # Training reads whole epochs; evaluation may stop early (steps=N).
-        complete_now=not training,
-    )
+    try:
+        split_cache = cache.through_disk_cache(
+            config.resolved_cache_dir,
+            cache.fingerprint(table, _pre_cache_settings(config, split, training)),
+            build=decoded_chunks,
+            elements=_chunks_in(table),
+            describe=describe,
+            # Training reads whole epochs; evaluation may stop early (steps=N).
+            complete_now=not training,
+        )
+    except cache.CacheUnavailableError as error:
+        logging.warning("Going on without the disk cache for the %s split: %s", split, error)
+        return examples(table, dataclasses.replace(config, cache="none"), split, training)
     spec = _chunk_spec(config, training)
     if not training:
         stream = split_cache.replay(spec).unbatch()

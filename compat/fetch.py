@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import tarfile
 import tempfile
 import urllib.error
 import urllib.request
@@ -24,6 +25,8 @@ FSDD_COMMIT = "26eb9aaf76e81b692f806f9140c2d2777410d7a1"
 FSDD_URL = f"https://github.com/Jakobovski/free-spoken-digit-dataset/archive/{FSDD_COMMIT}.zip"
 FSDD_RECORDINGS_SHA256 = "a2e8a660492f28d9eed6270b290d26cbc5c81d6077ce87d3c0ad5adf4d4ee696"
 _CHUNK = 1 << 20
+# FSDD's archive is about 17 MB: a download past this is not the archive, and is stopped.
+MAX_DOWNLOAD_BYTES = 200 * 1024 * 1024
 
 
 class FetchError(RuntimeError):
@@ -39,16 +42,36 @@ def recordings_digest(folder: str) -> str:
     return digest.hexdigest()
 
 
-def _download(url: str, target: str, timeout: float) -> None:
+def _download(url: str, target: str, timeout: float, max_bytes: int) -> None:
     logging.info("Downloading %s", url)
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response, open(target, "wb") as out:
-            shutil.copyfileobj(response, out, _CHUNK)
+            received = 0
+            while chunk := response.read(_CHUNK):
+                received += len(chunk)
+                if received > max_bytes:
+                    raise FetchError(f"the download from {url} passed {max_bytes:,} bytes, more than the archive "
+                                     "it should be; stopped, nothing was kept. Check the address")
+                out.write(chunk)
     except (urllib.error.URLError, OSError) as error:
         raise FetchError(
             f"could not download FSDD from {url}: {error}. Download it yourself and pass "
             "--dataset=fsdd --data_dir=<its recordings folder>"
         ) from error
+
+
+def _unpack(archive: str, folder: str) -> None:
+    """Unpacks into `folder` only: tar members with an absolute path are refused, and tarfile's
+    "data" filter refuses "..", links out of the folder and device files; zipfile itself strips
+    ".." and leading slashes from its members."""
+    if not tarfile.is_tarfile(archive):
+        shutil.unpack_archive(archive, folder)
+        return
+    with tarfile.open(archive) as tar:
+        absolute = [member for member in tar.getmembers() if os.path.isabs(member.name)]
+        if absolute:
+            raise tarfile.AbsolutePathError(absolute[0])
+        tar.extractall(folder, filter="data")
 
 
 def _find_recordings(root: str) -> str:
@@ -63,6 +86,7 @@ def fetch_fsdd(
     url: str | None = None,
     expected_sha256: str = FSDD_RECORDINGS_SHA256,
     timeout: float = 60.0,
+    max_bytes: int = MAX_DOWNLOAD_BYTES,
 ) -> str:
     """The path of FSDD's recordings in `cache_dir`, downloading them on first use."""
     url = url or FSDD_URL
@@ -71,10 +95,13 @@ def fetch_fsdd(
     def build(folder: str) -> None:
         with tempfile.TemporaryDirectory(dir=folder) as work:
             archive = os.path.join(work, "archive" + (".zip" if url.endswith(".zip") else ".tar.gz"))
-            _download(url, archive, timeout)
+            _download(url, archive, timeout, max_bytes)
             unpacked = os.path.join(work, "unpacked")
             try:
-                shutil.unpack_archive(archive, unpacked)
+                _unpack(archive, unpacked)
+            except tarfile.FilterError as error:
+                raise FetchError(f"the archive from {url} has an unsafe member ({error}); nothing was unpacked "
+                                 "outside its folder and nothing was kept") from error
             except (shutil.ReadError, ValueError, OSError) as error:
                 raise FetchError(f"the archive from {url} cannot be unpacked: {error}") from error
             recordings = _find_recordings(unpacked)

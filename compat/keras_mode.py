@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from compat.checkpoints import restore_newest_readable
 from compat.exports import export_keras_model
 from compat.run import NanGuard, Run, TrainingClock
 
@@ -48,13 +49,14 @@ def train_and_evaluate(run: Run) -> dict:
     checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
     manager = tf.train.CheckpointManager(checkpoint, run.path("checkpoints"),
                                          max_to_keep=run.train.keep_checkpoints, checkpoint_name="ckpt")
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        logging.info("Resuming from %s", manager.latest_checkpoint)
+    restored = restore_newest_readable(list(reversed(manager.checkpoints)),
+                                       lambda path: checkpoint.restore(path).assert_existing_objects_matched())
+    if restored:
+        logging.info("Resuming from %s", restored)
     start_step = int(model.optimizer.iterations.numpy())
 
     nan_guard, clock = NanGuard(), TrainingClock(run.pipeline.batch_size)
-    nan_guard.last_checkpoint = manager.latest_checkpoint
+    nan_guard.last_checkpoint = restored
     plan = run.plan
     if start_step < plan.max_steps:
         model.fit(

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import soundfile
 
 from compat import cache, data
@@ -124,3 +125,45 @@ def test_entries_can_be_listed_and_removed(tmp_path):
     removed = subprocess.run([sys.executable, "-m", "compat.cache", "remove", f"--cache_dir={cache_dir}"],
                              capture_output=True, text=True, check=True).stdout
     assert "1 entry removed" in removed and cache.list_entries(cache_dir) == []
+
+
+@pytest.mark.parametrize("damage", ["flip a byte", "truncate", "delete"])
+def test_a_damaged_entry_is_found_before_its_data_is_read_and_rebuilt(tmp_path, caplog, damage):
+    root = write_class_folders(tmp_path / "data", per_class=10)
+    cache_dir = str(tmp_path / "cache")
+    config = data.PipelineConfig(cache_dir=cache_dir, eval_fraction=0.5, deterministic=True)
+
+    def eval_features():
+        return np.concatenate([f["audio"].numpy() for f, _ in data.build_dataset(root, config, "eval")])
+
+    before = eval_features()
+    (entry,) = cache.list_entries(cache_dir)
+    segment = sorted(name for name in os.listdir(entry.path) if ".data-" in name)[0]
+    path = os.path.join(entry.path, segment)
+    if damage == "flip a byte":
+        with open(path, "r+b") as stream:
+            stream.seek(os.path.getsize(path) // 2)
+            byte = stream.read(1)
+            stream.seek(-1, os.SEEK_CUR)
+            stream.write(bytes([byte[0] ^ 0xFF]))
+    elif damage == "truncate":
+        os.truncate(path, os.path.getsize(path) // 2)
+    else:
+        os.remove(path)
+    with caplog.at_level("WARNING"):
+        after = eval_features()
+    assert "is damaged" in caplog.text and segment in caplog.text
+    np.testing.assert_array_equal(before, after)  # rebuilt from the files, never the damaged bytes
+    assert cache.damage(cache.list_entries(cache_dir)[0].path) is None
+
+
+def test_an_unwritable_cache_folder_falls_back_to_no_cache_with_a_warning(tmp_path, caplog):
+    root = write_class_folders(tmp_path / "data", per_class=6)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")  # a cache folder inside a file cannot be created, even by root
+    config = data.PipelineConfig(cache_dir=str(blocked / "cache"), eval_fraction=0.5)
+    with caplog.at_level("WARNING"):
+        train = next(iter(data.build_dataset(root, config, "train")))
+        evaluated = sum(int(labels.shape[0]) for _, labels in data.build_dataset(root, config, "eval"))
+    assert "Going on without the disk cache" in caplog.text and str(blocked) in caplog.text
+    assert int(train[1].shape[0]) > 0 and evaluated == data.split_size(root, config, "eval")

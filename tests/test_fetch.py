@@ -66,3 +66,34 @@ def test_an_unreachable_address_says_how_to_use_a_local_copy(tmp_path):
     with pytest.raises(fetch.FetchError, match="--dataset=fsdd --data_dir"):
         fetch.fetch_fsdd(str(tmp_path), url="http://127.0.0.1:9/fsdd.zip", timeout=5)
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("member", ["../escaped.wav", "/tmp/absolute.wav", "link"])
+def test_an_archive_member_that_leaves_its_folder_is_refused(http_folder, tmp_path, member):
+    import io
+    import tarfile
+
+    www, base = http_folder
+    with tarfile.open(www / "fsdd.tar.gz", "w:gz") as archive:
+        info = tarfile.TarInfo(member)
+        if member == "link":  # a symlink out of the target, then a file written through it
+            info.type, info.linkname = tarfile.SYMTYPE, str(tmp_path / "outside")
+            archive.addfile(info)
+        else:
+            info.size = 4
+            archive.addfile(info, io.BytesIO(b"RIFF"))
+    cache_dir = tmp_path / "cache"
+    with pytest.raises(fetch.FetchError, match="unsafe member"):
+        fetch.fetch_fsdd(str(cache_dir), url=f"{base}/fsdd.tar.gz")
+    assert not (tmp_path / "escaped.wav").exists() and not os.path.exists("/tmp/absolute.wav")
+    assert not os.path.exists(tmp_path / "outside")
+    assert not [name for name in os.listdir(cache_dir) if not name.startswith(".")]  # nothing published
+
+
+def test_a_download_past_the_size_limit_is_stopped(http_folder, tmp_path):
+    www, base = http_folder
+    (www / "fsdd.zip").write_bytes(b"\0" * 3_000_000)
+    cache_dir = tmp_path / "cache"
+    with pytest.raises(fetch.FetchError, match="passed 1,000,000 bytes"):
+        fetch.fetch_fsdd(str(cache_dir), url=f"{base}/fsdd.zip", max_bytes=1_000_000)
+    assert not [name for name in os.listdir(cache_dir) if not name.startswith(".")]

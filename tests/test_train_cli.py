@@ -180,3 +180,32 @@ def test_a_second_run_on_the_same_model_dir_is_refused(tiny_data, tmp_path):
         result = train_in_process(*_common(tiny_data, tmp_path), "--epochs=1", f"--model_dir={model_dir}")
     assert result.returncode == 2
     assert f"is in use by process {os.getpid()}" in result.stderr and "--model_dir" in result.stderr
+
+
+def test_a_truncated_latest_checkpoint_falls_back_to_the_previous_one(tiny_data, tmp_path, caplog):
+    for mode, pattern in (("keras", "checkpoints/ckpt-{}.data-*"), ("estimator", "model.ckpt-{}.data-*")):
+        model_dir = tmp_path / mode
+        common = [*_common(tiny_data, tmp_path), f"--mode={mode}", "--eval_every_steps=3", "--noexport",
+                  f"--model_dir={model_dir}"]
+        assert train_in_process(*common, "--max_steps=6").returncode == 0
+        (newest,) = glob.glob(str(model_dir / pattern.format(6)))
+        os.truncate(newest, os.path.getsize(newest) // 2)
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            result = train_in_process(*common, "--max_steps=9")
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "cannot be read" in caplog.text and "-6" in caplog.text and "-3" in caplog.text, caplog.text
+        metrics = json.loads((model_dir / "metrics.json").read_text())
+        assert metrics["steps"] == 9, (mode, metrics)
+
+
+def test_kill_9_at_random_moments_every_mode_resumes_to_its_planned_step(tmp_path):
+    """bench/faults.py with 2 kill points per mode (the script runs 10 and prints the table)."""
+    out = tmp_path / "faults.json"
+    result = subprocess.run([sys.executable, os.path.join(REPO, "bench", "faults.py"), "--kills=2",
+                             "--modes=keras,estimator,model_fn", f"--json={out}"],
+                            capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for row in json.loads(out.read_text()):
+        assert row["finished"] == row["exact"] == row["resumed"] == row["metrics"] == 2, row
+        assert row["left"] == 0 and not row["failures"], row

@@ -24,8 +24,13 @@ def input_fn():
 
 
 def model_fn(features, labels, mode, params):
-    hidden = tf.compat.v1.layers.dense(features["x"], 64, activation=tf.nn.relu)
-    logits = tf.compat.v1.layers.dense(hidden, 2)
+    def dense(inputs, units, name):
+        kernel = tf.compat.v1.get_variable(f"{name}/kernel", [inputs.shape[-1], units])
+        bias = tf.compat.v1.get_variable(f"{name}/bias", [units], initializer=tf.compat.v1.zeros_initializer())
+        return tf.matmul(inputs, kernel) + bias
+
+    hidden = tf.nn.relu(dense(features["x"], 64, "hidden"))
+    logits = dense(hidden, 2, "logits")
     loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
     train_op = tf.compat.v1.train.AdamOptimizer(1e-3).minimize(
         loss, global_step=tf.compat.v1.train.get_or_create_global_step())

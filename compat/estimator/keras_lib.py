@@ -30,6 +30,7 @@ import tensorflow as tf
 from absl import logging
 
 from compat import atomic, distribution
+from compat.checkpoints import restore_newest_readable
 from compat.divergence import TrainingDiverged, is_finite
 from compat.estimator import keras_checkpoint, keras_export, keras_legacy
 from compat.estimator.estimator import Estimator, timestamped_dir
@@ -133,7 +134,10 @@ class KerasEstimator(Estimator):
                 self._restored_from[id(model)] = ""
             return int(self._global_step.numpy())
         if path != self._restored_from.get(id(model)):
-            keras_checkpoint.restore(model, self._global_step, path)
+            # The newest checkpoint may be unreadable (truncated, a shard missing): fall back past it.
+            saved = list(reversed(self._manager.checkpoints))
+            candidates = saved if saved and path == saved[0] else [path]
+            path = restore_newest_readable(candidates, lambda p: keras_checkpoint.restore(model, self._global_step, p))
             self._restored_from[id(model)] = path
         return int(self._global_step.numpy())
 
