@@ -40,6 +40,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
+from founding import founding_dataset  # noqa: E402  (bench/, this script's folder, is on the path)
+
 flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
 flags.DEFINE_string("json", None, "Write the five rates (examples/s) to this JSON file.")
 flags.DEFINE_string("warm_child", None, "Internal: time one warm epoch with this cache dir.")
@@ -53,36 +55,6 @@ def _config(cache_dir: str):
     from compat.data import PipelineConfig
 
     return PipelineConfig(sample_rate=8000, cache_dir=cache_dir, batch_size=BATCH)
-
-
-def _founding_dataset(paths, labels, config, parallel: bool):
-    """The founding question's input_fn, with the builder's decode and features."""
-    import tensorflow as tf
-
-    from compat import audio
-    from compat.data import window_samples
-
-    spec = config.feature_spec
-    calls = tf.data.AUTOTUNE if parallel else None
-    window = window_samples(config, training=True)  # the builder's training features
-
-    def decode(path, label):
-        wave, _ = audio.decode_audio(path, spec.sample_rate)
-        return audio.fit_waveform(wave, window), label
-
-    def postprocess(wave, label):
-        return {"audio": audio.compute_features(wave, spec)}, label
-
-    dataset = tf.data.Dataset.from_tensor_slices((list(paths), list(labels)))
-    dataset = dataset.map(decode, num_parallel_calls=calls).shuffle(1000, seed=0)
-    dataset = dataset.map(postprocess, num_parallel_calls=calls).batch(BATCH)
-    if parallel:
-        return dataset.prefetch(1)
-    options = tf.data.Options()
-    options.autotune.enabled = False
-    options.experimental_optimization.map_parallelization = False
-    options.experimental_optimization.inject_prefetch = False
-    return dataset.with_options(options)
 
 
 def _builder_stages(table, config):
@@ -156,7 +128,7 @@ def main(argv) -> None:
         with open(path, "rb") as stream:
             stream.read()
 
-    founding = lambda parallel: lambda: _founding_dataset(table.paths, table.labels, config, parallel)
+    founding = lambda parallel: lambda: founding_dataset(table.paths, table.labels, config, parallel, BATCH)
 
     def cold() -> tuple[float, float]:  # an empty cache: the first epoch decodes and writes
         shutil.rmtree(os.path.join(cache_dir, "datasets"), ignore_errors=True)

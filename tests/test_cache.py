@@ -108,6 +108,22 @@ def test_two_processes_building_one_key_both_succeed(tmp_path):
     assert third == digests[0]
 
 
+def test_two_processes_with_different_settings_on_one_cache_folder_both_get_their_own_examples(tmp_path):
+    root = write_class_folders(tmp_path / "data", per_class=15)
+    cache_dir = str(tmp_path / "cache")
+    settings = [{"eval_fraction": 0.5, "n_mels": 40}, {"eval_fraction": 0.5, "n_mels": 20}]
+    both = [subprocess.Popen([sys.executable, os.path.join(HELPERS, "digest_split.py"), root, cache_dir, "eval",
+                              json.dumps(overrides)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for overrides in settings]
+    outputs = [process.communicate(timeout=300) for process in both]
+    assert [process.returncode for process in both] == [0, 0], outputs[0][1][-2000:] + outputs[1][1][-2000:]
+    together = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+    assert len(cache.list_entries(cache_dir)) == 2
+    # Each equals what that setting gives alone, from its own (uncached) decode.
+    alone = [_digest(root, str(tmp_path / f"alone{i}"), **overrides)[0] for i, overrides in enumerate(settings)]
+    assert together == alone and together[0] != together[1]
+
+
 def test_entries_can_be_listed_and_removed(tmp_path):
     root = write_class_folders(tmp_path / "data", per_class=10)
     cache_dir = str(tmp_path / "cache")

@@ -135,7 +135,7 @@ def test_kill_9_then_the_same_command_resumes(tiny_data, tmp_path):
     assert len(glob.glob(str(model_dir / "checkpoints" / "ckpt-*.index"))) == 3  # keep_checkpoints
 
 
-def test_an_invalid_flag_value_names_the_flag(tmp_path):
+def test_an_invalid_flag_value_names_the_flag(tmp_path, monkeypatch):
     for flags, name in [(("--batch_size=0",), "batch_size"), (("--feature=mel",), "feature"),
                         (("--cache=ram",), "cache"), (("--time_shift_ms=500",), "time_shift_ms"),
                         (("--seed=-5",), "seed"), (("--frame_step_ms=30",), "frame_step_ms"),
@@ -147,6 +147,13 @@ def test_an_invalid_flag_value_names_the_flag(tmp_path):
         assert name in result.stderr, result.stderr[-2000:]
         assert len(result.stderr.strip().splitlines()) <= 2, result.stderr  # the message, not the help
     assert not (tmp_path / "x").exists()  # refused before anything was written
+    (tmp_path / "a-file").write_text("")
+    result = train_in_process(f"--model_dir={tmp_path / 'a-file'}")
+    assert result.returncode == 2 and "an existing file is not a folder" in result.stderr
+    monkeypatch.chdir(tmp_path)  # where a look-alike folder "gs:" would appear
+    result = train_in_process("--model_dir=gs://bucket/run")
+    assert result.returncode == 2 and "gs://... is not supported" in result.stderr
+    assert not (tmp_path / "gs:").exists()
 
 
 def test_missing_or_empty_data_dir_is_a_clear_error(tmp_path):

@@ -156,6 +156,16 @@ def _check_listeners(listeners: Iterable | None) -> list:
     return listeners
 
 
+def check_train_steps(steps: int | None, max_steps: int | None) -> None:
+    """`train()`'s `steps` (relative) and `max_steps` (absolute): at most one, positive; TF 2.15's messages."""
+    if steps is not None and max_steps is not None:
+        raise ValueError("Can not provide both steps and max_steps.")
+    if steps is not None and steps <= 0:
+        raise ValueError(f"Must specify steps > 0, given: {steps}")
+    if max_steps is not None and max_steps <= 0:
+        raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
+
+
 def timestamped_dir(base: str) -> str:
     """`<base>/<int(time.time())>`, a second later while that name is taken, as TF 2.15."""
     for attempt in range(10):
@@ -327,29 +337,35 @@ class Estimator:
     def train(self, input_fn: Callable, hooks=None, steps: int | None = None, max_steps: int | None = None,
               saving_listeners=None) -> "Estimator":
         """Trains from the latest checkpoint: `steps` more, or up to the absolute `max_steps`."""
-        if steps is not None and max_steps is not None:
-            raise ValueError("Can not provide both steps and max_steps.")
-        if steps is not None and steps <= 0:
-            raise ValueError(f"Must specify steps > 0, given: {steps}")
-        if max_steps is not None and max_steps <= 0:
-            raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
+        check_train_steps(steps, max_steps)
         if max_steps is not None and self._checkpoint_step() >= max_steps:
             logging.info("Skipping training since max_steps has already saved.")
             return self
-        if self.config.train_distribute is not None:
-            from compat.distribution import UnsupportedStrategyError
-
-            raise UnsupportedStrategyError(
-                f"RunConfig(train_distribute={type(self.config.train_distribute).__name__}): a custom model_fn or "
-                "canned Estimator trains on one device in compat.estimator; distribution strategies run on "
-                "model_to_estimator Estimators (MirroredStrategy, MultiWorkerMirroredStrategy). Remove "
-                "train_distribute, or build the model in Keras")
+        self._check_strategy(self.config.train_distribute)
         hooks = _check_hooks(hooks)
         if steps is not None or max_steps is not None:
             hooks.append(tf.compat.v1.train.StopAtStepHook(num_steps=steps, last_step=max_steps))
         loss = self._train_model(input_fn, hooks, _check_listeners(saving_listeners))
         logging.info("Loss for final step: %s.", loss)
         return self
+
+    @staticmethod
+    def _check_strategy(strategy) -> None:
+        """The graph engine trains on one device: a strategy of one replica (MirroredStrategy() on a
+        machine with one GPU, or none) trains the same there; more replicas are refused, naming what runs them."""
+        from compat import distribution
+
+        if strategy is None:
+            return
+        if strategy.num_replicas_in_sync == 1 and not distribution.is_multi_worker(strategy):
+            logging.info("train_distribute=%s has one replica: the graph engine trains on that device without "
+                         "it, with the same result", type(strategy).__name__)
+            return
+        raise distribution.UnsupportedStrategyError(
+            f"RunConfig(train_distribute={type(strategy).__name__}) with {strategy.num_replicas_in_sync} replicas: a "
+            "custom model_fn or canned Estimator trains on one device in compat.estimator; strategies of several "
+            "replicas run on model_to_estimator Estimators (MirroredStrategy, MultiWorkerMirroredStrategy). "
+            "Remove train_distribute, or build the model in Keras")
 
     def _train_model(self, input_fn: Callable, hooks: list, listeners: list) -> Any:
         config = self.config

@@ -33,7 +33,7 @@ from compat import atomic, distribution
 from compat.checkpoints import restore_newest_readable
 from compat.divergence import TrainingDiverged, is_finite
 from compat.estimator import keras_checkpoint, keras_export, keras_legacy
-from compat.estimator.estimator import Estimator, timestamped_dir
+from compat.estimator.estimator import Estimator, check_train_steps, timestamped_dir
 from compat.estimator.input_fns import call_input_fn, input_fn_kwargs, split_features_labels, with_input_options
 from compat.estimator.model_fn import ModeKeys
 from compat.estimator.run_config import RunConfig
@@ -208,12 +208,7 @@ class KerasEstimator(Estimator):
     def train(self, input_fn: Callable, hooks=None, steps: int | None = None, max_steps: int | None = None,
               saving_listeners=None) -> "Estimator":
         """Trains from the latest checkpoint: `steps` more, or up to the absolute `max_steps`."""
-        if steps is not None and max_steps is not None:
-            raise ValueError("Can not provide both steps and max_steps.")
-        if steps is not None and steps <= 0:
-            raise ValueError(f"Must specify steps > 0, given: {steps}")
-        if max_steps is not None and max_steps <= 0:
-            raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
+        check_train_steps(steps, max_steps)
         callbacks, session_hooks = split_hooks(hooks)
         if self._config.tf_random_seed is not None:
             tf.random.set_seed(self._config.tf_random_seed)  # as TF 2.15's graph seed; Python and NumPy untouched
