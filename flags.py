@@ -115,8 +115,9 @@ flags.DEFINE_enum("dtype", _TRAIN.dtype, list(DTYPES),
                   "16 bits with float32 weights and logits.")
 flags.DEFINE_bool("enable_xla", _TRAIN.enable_xla, "Compile the training step with XLA (--mode=keras).")
 flags.DEFINE_list("profile_steps", None,
-                  "FIRST,LAST: write a TensorBoard profile of these training steps to <model_dir>/logs/train "
-                  "(its input-pipeline page shows whether the step waited on input; --mode=keras).")
+                  "FIRST,LAST: write a TensorBoard profile to <model_dir>/logs/train of these batches as Keras "
+                  "counts them in this process (one per --steps_per_execution steps); its input-pipeline page "
+                  "shows whether the step waited on input (--mode=keras).")
 
 # -- distribution ---------------------------------------------------------
 _group("distribution")

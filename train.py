@@ -24,6 +24,7 @@ def train_model(configs: flags.Configs) -> None:
     """--mode=keras or --mode=estimator: train, evaluate the test split, print the result."""
     from compat import distribution, estimator_mode, keras_mode, run
 
+    distribution.check_cluster(configs.mode)
     strategy = distribution.strategy_for(configs.distribution)  # first: MultiWorkerMirrored needs startup
     chief = distribution.is_chief_task()
     mode = {"keras": keras_mode, "estimator": estimator_mode}[configs.mode]
@@ -41,8 +42,9 @@ def train_model(configs: flags.Configs) -> None:
 
 def tune(configs: flags.Configs) -> None:
     """--mode=tune: a keras-tuner search, or the pipeline's speed settings; writes best.flags."""
-    from compat import run, tuning
+    from compat import distribution, run, tuning
 
+    distribution.check_cluster("tune")
     worker = tuning.is_tuning_worker()  # works in its chief's folder, which the chief holds
     with run.open_run(configs.source, configs.pipeline, configs.model, configs.train, configs.model_dir,
                       shared=worker) as this:
@@ -64,7 +66,10 @@ def tune(configs: flags.Configs) -> None:
                 return
             summary = (f"best {configs.tune.objective} {best['score']:.4f} over {best['completed']} completed "
                        f"of {best['trials']} trials")
-            os.makedirs(this.path("tuning", "pareto"), exist_ok=True)
+            pareto = this.path("tuning", "pareto")
+            os.makedirs(pareto, exist_ok=True)
+            for stale in os.listdir(pareto):  # a resumed search's front replaces the last one
+                os.remove(os.path.join(pareto, stale))
             for trial, values in best["pareto"].items():
                 flags.save_best_flagfile(this.path("tuning", "pareto", f"{trial}.flags"), values,
                                          this.path("pareto", trial))

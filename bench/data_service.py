@@ -40,17 +40,22 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH, WARMUP, BATCHES, ROUNDS = 64, 10, 60, 3
 
 
-def start_server(*args: str) -> tuple[subprocess.Popen, str]:
+def start_server(processes: list, *args: str) -> str:
+    """Starts `python -m compat.data_service ARGS`, adds it to `processes` (to be stopped), returns its HOST:PORT."""
     process = subprocess.Popen([sys.executable, "-m", "compat.data_service", *args], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return process, process.stdout.readline().split()[-1]
+    processes.append(process)
+    line = process.stdout.readline()
+    if "listening on" not in line:
+        raise SystemExit(f"the tf.data service server did not start ({args[0]}): {line!r}")
+    return line.split()[-1]
 
 
-def start_service(workers: int) -> tuple[list[subprocess.Popen], str]:
-    dispatcher, address = start_server("dispatcher", "--port=0")
-    processes = [dispatcher] + [start_server("worker", f"--dispatcher_address={address}")[0]
-                                for _ in range(workers)]
-    return processes, f"grpc://{address}"
+def start_service(processes: list, workers: int) -> str:
+    address = start_server(processes, "dispatcher", "--port=0")
+    for _ in range(workers):
+        start_server(processes, "worker", f"--dispatcher_address={address}")
+    return f"grpc://{address}"
 
 
 def examples_per_second(dataset) -> float:
@@ -73,8 +78,7 @@ def main(argv: list[str]) -> None:
         configs = {"local": dataclasses.replace(base, cache="none")}
         try:
             for workers in (1, 2):
-                started, address = start_service(workers)
-                processes += started
+                address = start_service(processes, workers)
                 configs[f"service_{workers}"] = dataclasses.replace(base, data_service=address)
             datasets = {name: data.build_dataset(source, config, "train") for name, config in configs.items()}
             rates = {name: [] for name in datasets}
@@ -84,6 +88,7 @@ def main(argv: list[str]) -> None:
         finally:
             for process in processes:
                 process.kill()
+                process.wait()
     rows = {name: statistics.median(values) for name, values in rates.items()}
     cores = os.cpu_count()
     print(f"examples/s, FSDD train split, log-mel, batch {BATCH}, {cores} cores, medians of {ROUNDS} rounds:")

@@ -87,17 +87,22 @@ def leftovers(model_dir: str) -> list[str]:
     return found
 
 
-def final_step(mode: str, model_dir: str, stdout: str) -> tuple[int | None, bool]:
-    """(the final step, whether a metrics.json parsed); tune: completed trials count instead."""
+def final_step(mode: str, model_dir: str, stdout: str) -> tuple[int | None, int | None, bool]:
+    """(the final step, the step the rerun started from, whether a metrics.json parsed).
+
+    tune: the completed trials instead of a step, and no start step.
+    """
     if mode == "model_fn":
-        return json.loads(stdout.strip().splitlines()[-1])["global_step"], True
+        report = json.loads(stdout.strip().splitlines()[-1])
+        return report["global_step"], report["started_from"], True
     if mode == "tune":
-        return len(completed_trials(model_dir)), os.path.exists(os.path.join(model_dir, "tuning", "best.flags"))
+        return len(completed_trials(model_dir)), None, os.path.exists(os.path.join(model_dir, "tuning", "best.flags"))
     try:
         with open(os.path.join(model_dir, "metrics.json")) as stream:
-            return json.load(stream)["steps"], True
+            metrics = json.load(stream)
+        return metrics["steps"], metrics["resumed_from_step"], True
     except (OSError, ValueError, KeyError):
-        return None, False
+        return None, None, False
 
 
 def run_to_end(argv: list[str], timeout: float = 900) -> subprocess.CompletedProcess:
@@ -113,7 +118,7 @@ def one_mode(mode: str, kills: int, rng: random.Random, cache_dir: str) -> dict:
         seconds = time.perf_counter() - started
         if clean.returncode != 0:
             raise SystemExit(f"{mode}: the unkilled run failed:\n{clean.stderr[-3000:]}")
-        planned, _ = final_step(mode, clean_dir, clean.stdout)
+        planned, _, _ = final_step(mode, clean_dir, clean.stdout)
         row = {"mode": mode, "kills": kills, "seconds": round(seconds, 1), "finished": 0, "exact": 0,
                "resumed": 0, "metrics": 0, "trials_rerun": 0, "left": 0, "failures": []}
         for kill in range(kills):
@@ -125,16 +130,17 @@ def one_mode(mode: str, kills: int, rng: random.Random, cache_dir: str) -> dict:
             finished_before = completed_trials(model_dir) if mode == "tune" else {}
             process.send_signal(signal.SIGKILL)
             process.wait()
-            resumes_from = newest_checkpoint_step(mode, model_dir) if mode != "tune" else None
             rerun = run_to_end(argv)
             if rerun.returncode != 0:
                 row["failures"].append(f"kill {kill}: exit {rerun.returncode}: {rerun.stderr.strip()[-300:]}")
                 continue
             row["finished"] += 1
-            step, metrics_ok = final_step(mode, model_dir, rerun.stdout)
+            step, resumed_from, metrics_ok = final_step(mode, model_dir, rerun.stdout)
             row["exact"] += step == planned
             row["metrics"] += metrics_ok
-            row["resumed"] += newest is None or (resumes_from is not None and resumes_from >= newest)
+            # The rerun's own account of where it started, against the newest checkpoint at the kill
+            # (tune: resuming is counted by the trials that did not run again).
+            row["resumed"] += mode == "tune" or newest is None or (resumed_from is not None and resumed_from >= newest)
             after = completed_trials(model_dir)
             row["trials_rerun"] += sum(after.get(name) != text for name, text in finished_before.items())
             left = leftovers(model_dir)

@@ -308,8 +308,13 @@ def through_disk_cache(
                           "disk, or use --cache=memory|none")
         logging.warning("Dataset cache entry %s is damaged (%s): discarding it and building it again", final,
                         problem)
-        with contextlib.suppress(FileNotFoundError):  # another process discarded it first
+        try:
             atomic.discard(final)
+        except FileNotFoundError:  # another process discarded it first
+            pass
+        except OSError as error:  # a read-only cache: the caller goes on without it
+            raise CacheUnavailableError(f"the damaged cache entry {final} cannot be removed ({error}); remove it, "
+                                        "or set --cache_dir to a writable folder") from error
 
     try:
         temp = atomic.make_temp_folder(final)

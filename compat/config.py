@@ -149,6 +149,9 @@ class PipelineConfig:
         require(0 <= self.seed < 2**31, f"seed must be between 0 and 2**31 - 1, got {self.seed}")
         require(self.data_service is None or re.fullmatch(r"grpc://[^:/]+:\d+", self.data_service) is not None,
                 f"data_service '{self.data_service}' must be grpc://HOST:PORT, a tf.data service dispatcher")
+        require(not (self.data_service and self.skip_bad_files),
+                "data_service and skip_bad_files do not go together: skipping is recorded in this process, and "
+                "the service's workers decode in theirs. Clean the data first, or train without the service")
         for name in ("num_parallel_calls", "prefetch"):
             value = getattr(self, name)
             require(value == AUTOTUNE or value > 0, f"{name} must be > 0 or AUTOTUNE (-1), got {value}")

@@ -231,8 +231,11 @@ def through_data_service(chunks: tf.data.Dataset, config: PipelineConfig) -> tf.
     are, and a worker that dies takes only its files in flight with it (the
     service's at-most-once visit) rather than stopping the trainer. The disk
     cache is not used: scaling decode out is the point of the service, and its
-    workers need no shared cache folder.
+    workers need no shared cache folder. Workers run TensorFlow ops only: files
+    that need soundfile (resampling, formats other than 16-bit PCM WAV) stop the
+    run with TensorFlow's error, since no Python function can be sent to them.
     """
+    logging.info("Training input from the tf.data service at %s (distributed_epoch)", config.data_service)
     return chunks.repeat().apply(tf.data.experimental.service.distribute(
         processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=config.data_service))
 

@@ -82,3 +82,24 @@ def task_name() -> str:
 
     config = RunConfig()
     return f"{config.task_type} {config.task_id}"
+
+
+def check_cluster(mode: str) -> None:
+    """Refuses, before anything is written, a TF_CONFIG that `mode` cannot run: any cluster outside
+    `--mode=estimator`, `ps` tasks anywhere, or TF_CONFIG that does not parse."""
+    from compat.estimator.run_config import RunConfig
+
+    try:
+        config = RunConfig()
+    except ValueError as error:
+        raise UnsupportedStrategyError(f"TF_CONFIG: {error}") from error
+    cluster = config.cluster_spec.as_dict()
+    if "ps" in cluster:
+        raise UnsupportedStrategyError(
+            "TF_CONFIG names ps tasks: parameter-server training is not run by this toolkit. The cluster shapes "
+            "that run (--mode=estimator --distribution_strategy=multi_worker_mirrored): a chief, workers and an "
+            "evaluator; or a chief and an evaluator")
+    if mode != "estimator" and set(cluster) - {"chief"}:
+        raise UnsupportedStrategyError(
+            f"TF_CONFIG names a cluster ({', '.join(sorted(cluster))}), but --mode={mode} runs on one machine: "
+            "run every task with --mode=estimator, or unset TF_CONFIG")

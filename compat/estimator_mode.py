@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from compat import atomic, estimator
 from compat.estimator.early_stopping import read_eval_metrics
-from compat.run import Run
+from compat.run import Run, last_saved_step
 
 
 def train_and_evaluate(run: Run) -> dict | None:
@@ -38,19 +38,20 @@ def train_and_evaluate(run: Run) -> dict | None:
                                      tf_random_seed=run.train.seed, log_step_count_steps=plan.period,
                                      train_distribute=run.strategy)
     est = estimator.model_to_estimator(keras_model=run.build_model(), model_dir=run.model_dir, config=run_config)
-    latest = est.latest_checkpoint()
-    start_step = int(latest.rsplit("-", 1)[1]) if latest else 0
+    start_step = last_saved_step(run.model_dir) or 0
+    exporters = [estimator.FinalExporter("final")] if run.train.export else []
     train_started = time.perf_counter()
-    estimator.train_and_evaluate(
-        est,
-        estimator.TrainSpec(run.input_fn("train"), max_steps=plan.max_steps),
-        estimator.EvalSpec(run.input_fn("eval"), steps=None, throttle_secs=0,
-                           exporters=[estimator.FinalExporter("final")] if run.train.export else ()),
-    )
+    estimator.train_and_evaluate(est, estimator.TrainSpec(run.input_fn("train"), max_steps=plan.max_steps),
+                                 estimator.EvalSpec(run.input_fn("eval"), steps=None, throttle_secs=0,
+                                                    exporters=exporters))
     train_seconds = time.perf_counter() - train_started
     if not run_config.is_chief:
         return None
     test = est.evaluate(run.input_fn("test"), name="test")
+    cluster = run_config.cluster_spec.as_dict()
+    if cluster and "evaluator" not in cluster:  # in a cluster the evaluator exports; without one, the chief
+        for exporter in exporters:
+            exporter.export(est, run.path("export", exporter.name), est.latest_checkpoint(), test, True)
     _write_history(run.path("history.csv"), read_eval_metrics(est.eval_dir()))
     features, labels = run.test_examples()
     predictions = est.predict(lambda: tf.data.Dataset.from_tensor_slices(features).batch(run.pipeline.batch_size),

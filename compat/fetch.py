@@ -102,7 +102,7 @@ def fetch_fsdd(
             except tarfile.FilterError as error:
                 raise FetchError(f"the archive from {url} has an unsafe member ({error}); nothing was unpacked "
                                  "outside its folder and nothing was kept") from error
-            except (shutil.ReadError, ValueError, OSError) as error:
+            except (shutil.ReadError, tarfile.TarError, EOFError, ValueError, OSError) as error:
                 raise FetchError(f"the archive from {url} cannot be unpacked: {error}") from error
             recordings = _find_recordings(unpacked)
             actual = recordings_digest(recordings)

@@ -164,24 +164,37 @@ def start_server(*args: str) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen([sys.executable, "-m", "compat.data_service", *args], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = process.stdout.readline()
-    assert "listening on" in line, f"the server did not start: {line!r}"
+    if "listening on" not in line:
+        process.kill()
+        process.wait()
+        pytest.fail(f"the server did not start: {line!r}")
     return process, line.split()[-1]
 
 
 @pytest.fixture(scope="module")
 def data_service():
-    dispatcher, address = start_server("dispatcher", "--port=0", "--worker_timeout_ms=2000")
-    workers = [start_server("worker", f"--dispatcher_address={address}")[0] for _ in range(2)]
-    yield f"grpc://{address}", workers
-    for process in [dispatcher, *workers]:
-        process.kill()
-        process.wait()
+    processes = []
+    try:
+        dispatcher, address = start_server("dispatcher", "--port=0", "--worker_timeout_ms=2000")
+        processes.append(dispatcher)
+        workers = []
+        for _ in range(2):
+            workers.append(start_server("worker", f"--dispatcher_address={address}")[0])
+            processes.append(workers[-1])
+        yield f"grpc://{address}", workers
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
 
 
-def test_training_through_the_data_service_learns_as_local_input(data_service, tmp_path):
+def test_training_through_the_data_service_learns_as_local_input(data_service, tmp_path, caplog):
     address, _ = data_service
     common = ["--max_steps=150", "--noexport", f"--cache_dir={tmp_path / 'cache'}"]
-    served = train_in_process(*common, f"--tf_data_service={address}", f"--model_dir={tmp_path / 'served'}")
+    with caplog.at_level("INFO", logger="absl"):
+        served = train_in_process(*common, "--verbosity=0", f"--tf_data_service={address}",
+                                  f"--model_dir={tmp_path / 'served'}")
+    assert f"Training input from the tf.data service at {address}" in caplog.text
     local = train_in_process(*common, f"--model_dir={tmp_path / 'local'}")
     assert served.returncode == 0 and local.returncode == 0, served.stderr[-3000:] + local.stderr[-3000:]
     served, local = (json.loads((tmp_path / name / "metrics.json").read_text())["test_accuracy"]
@@ -211,3 +224,18 @@ def test_a_data_service_worker_killed_mid_epoch_does_not_hang_the_trainer(data_s
     reader.join(timeout=180)
     assert not reader.is_alive(), f"the trainer waited after {len(seen)} batches"
     assert seen == [32] * 60
+
+
+@pytest.mark.parametrize("tf_config, flags, named", [
+    ({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}},
+     ("--mode=keras",), "--mode=keras runs on one machine"),
+    ({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}, "task": {"type": "chief", "index": 0}},
+     ("--mode=estimator",), "names ps tasks"),
+    ("{not json", ("--mode=estimator",), "TF_CONFIG"),
+])
+def test_a_tf_config_the_mode_cannot_run_is_refused_before_anything_is_written(tmp_path, monkeypatch, tf_config,
+                                                                                flags, named):
+    monkeypatch.setenv("TF_CONFIG", tf_config if isinstance(tf_config, str) else json.dumps(tf_config))
+    result = train_in_process(*flags, f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode == 2 and named in result.stderr, result.stderr[-2000:]
+    assert not (tmp_path / "run").exists()

@@ -3,7 +3,8 @@
     python model_fn_steps.py MODEL_DIR MAX_STEPS
 
 Rerun with the same MODEL_DIR, it resumes from the latest checkpoint, as a
-tf.estimator program does. Prints a JSON line: the final global step.
+tf.estimator program does. Prints a JSON line: the final global step and the
+step it started from.
 """
 import json
 import sys
@@ -39,5 +40,7 @@ def model_fn(features, labels, mode, params):
 
 config = estimator.RunConfig(save_checkpoints_steps=20, log_step_count_steps=1000, tf_random_seed=0)
 est = estimator.Estimator(model_fn, model_dir=MODEL_DIR, config=config)
+latest = est.latest_checkpoint()
+started_from = int(latest.rsplit("-", 1)[1]) if latest else 0
 est.train(input_fn, max_steps=MAX_STEPS)
-print(json.dumps({"global_step": int(est.get_variable_value("global_step"))}))
+print(json.dumps({"global_step": int(est.get_variable_value("global_step")), "started_from": started_from}))

@@ -338,10 +338,10 @@ class Estimator:
               saving_listeners=None) -> "Estimator":
         """Trains from the latest checkpoint: `steps` more, or up to the absolute `max_steps`."""
         check_train_steps(steps, max_steps)
+        self._check_strategy(self.config.train_distribute)
         if max_steps is not None and self._checkpoint_step() >= max_steps:
             logging.info("Skipping training since max_steps has already saved.")
             return self
-        self._check_strategy(self.config.train_distribute)
         hooks = _check_hooks(hooks)
         if steps is not None or max_steps is not None:
             hooks.append(tf.compat.v1.train.StopAtStepHook(num_steps=steps, last_step=max_steps))

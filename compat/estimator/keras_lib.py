@@ -75,7 +75,8 @@ class KerasEstimator(Estimator):
     """A tf.estimator.Estimator backed by a compiled Keras model; made by `model_to_estimator`."""
 
     def __init__(self, keras_model: keras.Model, model_dir: str | None = None, config: RunConfig | None = None,
-                 metric_names_map: dict | None = None, export_outputs: dict | None = None):
+                 metric_names_map: dict | None = None, export_outputs: dict | None = None,
+                 evaluation_model: keras.Model | None = None):
         self._init_common(model_dir, config, params=None)
         self._strategy = self._config.train_distribute
         # Training steps the strategy's copy. Evaluation, prediction and export read a copy of its
@@ -83,7 +84,7 @@ class KerasEstimator(Estimator):
         # across the workers at every read, which needs every worker alive and evaluating too
         # (TF 2.15 evaluated without the training strategy as well).
         self._train_model = keras_model
-        self._model = _local_copy(keras_model) if distribution.is_multi_worker(self._strategy) else keras_model
+        self._model = evaluation_model or keras_model
         self._metric_names_map = dict(metric_names_map or {})
         self._export_outputs = dict(export_outputs or {})
         self._global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
@@ -135,7 +136,8 @@ class KerasEstimator(Estimator):
             return int(self._global_step.numpy())
         if path != self._restored_from.get(id(model)):
             # The newest checkpoint may be unreadable (truncated, a shard missing): fall back past it.
-            saved = list(reversed(self._manager.checkpoints))
+            state = tf.train.get_checkpoint_state(self.model_dir)  # the chief's, on every task
+            saved = list(reversed(state.all_model_checkpoint_paths)) if state else []
             candidates = saved if saved and path == saved[0] else [path]
             path = restore_newest_readable(candidates, lambda p: keras_checkpoint.restore(model, self._global_step, p))
             self._restored_from[id(model)] = path
@@ -574,14 +576,6 @@ def _compile_like(copy: keras.Model, original: keras.Model) -> None:
                      **arguments)
 
 
-def _local_copy(model: keras.Model) -> keras.Model:
-    """`model`'s architecture, compilation and weights, with variables of no strategy."""
-    copy = type(model).from_config(model.get_config())
-    copy.set_weights(model.get_weights())
-    _compile_like(copy, model)
-    return copy
-
-
 def _load_model(path: str, custom_objects: dict | None) -> keras.Model:
     if os.path.isdir(path):
         raise ValueError(
@@ -628,11 +622,16 @@ def model_to_estimator(keras_model: keras.Model | None = None, keras_model_path:
     # The architecture alone: clone_model would also rebuild the compile config, which fails
     # for a lambda loss; compilation is copied below. Its layers' random seeds follow tf_random_seed;
     # under a strategy its variables are the strategy's (mirrored).
-    with keras.saving.custom_object_scope(custom_objects or {}), _seeded_python_random(seed), (
-            strategy.scope() if strategy is not None else contextlib.nullcontext()):
-        copy = type(keras_model).from_config(keras_model.get_config())
-        copy.set_weights(keras_model.get_weights())  # all weights: batch-norm statistics included
-        _compile_like(copy, keras_model)
-        copy.optimizer.build(copy.trainable_variables)
+    def clone(scope) -> keras.Model:
+        with keras.saving.custom_object_scope(custom_objects or {}), _seeded_python_random(seed), scope:
+            copy = type(keras_model).from_config(keras_model.get_config())
+            copy.set_weights(keras_model.get_weights())  # all weights: batch-norm statistics included
+            _compile_like(copy, keras_model)
+            copy.optimizer.build(copy.trainable_variables)
+        return copy
+
+    copy = clone(strategy.scope() if strategy is not None else contextlib.nullcontext())
+    # Evaluation, prediction and export of a multi-worker Estimator read a copy of no strategy (see KerasEstimator).
+    evaluation_model = clone(contextlib.nullcontext()) if distribution.is_multi_worker(strategy) else None
     return KerasEstimator(copy, model_dir=model_dir, config=config, metric_names_map=metric_names_map,
-                          export_outputs=export_outputs)
+                          export_outputs=export_outputs, evaluation_model=evaluation_model)

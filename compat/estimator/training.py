@@ -91,12 +91,12 @@ def _train_in_cluster(estimator: Estimator, train_spec: TrainSpec) -> None:
     config = estimator.config
     cluster = config.cluster_spec.as_dict()
     if config.task_type == TaskType.PS or TaskType.PS in cluster:
-        raise ValueError("TF_CONFIG names ps tasks: parameter-server training is not run by compat.estimator. "
+        raise distribution.UnsupportedStrategyError("TF_CONFIG names ps tasks: parameter-server training is not run by compat.estimator. "
                          "The cluster shapes that run: a chief, workers and an evaluator with "
                          "RunConfig(train_distribute=tf.distribute.MultiWorkerMirroredStrategy()); or a chief "
                          "and an evaluator alone")
     if cluster.get(TaskType.WORKER) and not distribution.is_multi_worker(config.train_distribute):
-        raise ValueError("TF_CONFIG names workers beside the chief, but RunConfig(train_distribute=...) is not a "
+        raise distribution.UnsupportedStrategyError("TF_CONFIG names workers beside the chief, but RunConfig(train_distribute=...) is not a "
                          "MultiWorkerMirroredStrategy: the workers would train apart. Create the strategy (it reads "
                          "TF_CONFIG) and pass it as train_distribute")
     estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
