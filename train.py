@@ -8,6 +8,7 @@ Rerunning a command with the same --model_dir resumes it.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -96,6 +97,26 @@ def _quiet_tensorflow_logs() -> None:
         logger.addFilter(keep)
 
 
+def _interrupted(model_dir: str):
+    """Ctrl-C: one line naming the last checkpoint's step, then exit 130 at once.
+
+    A KeyboardInterrupt raised wherever Python happens to be (a finalizer, a
+    tf.data callback) can be swallowed there, and training goes on; ending the
+    process is as safe as a kill -9, which every write here survives (the
+    checkpoint in force, caches and exports whole or absent, the folder lock freed).
+    """
+    def handler(signum, frame) -> None:
+        from compat.run import last_saved_step
+
+        step = last_saved_step(model_dir)
+        saved = f"its last checkpoint is at step {step}" if step is not None else "no checkpoint was saved yet"
+        print(f"train.py: interrupted; {model_dir}: {saved}. The same command resumes from there", file=sys.stderr,
+              flush=True)
+        os._exit(130)
+
+    return handler
+
+
 def fail(message: str, exit_code: int = 2) -> None:
     """One line that names the flag, file or folder and says what to do: no traceback, no help dump."""
     print(f"train.py: error: {message}", file=sys.stderr)
@@ -122,6 +143,7 @@ def main(argv: list[str]) -> None:
     # The process's one dtype policy, chosen at start as Model Garden does: every layer built after
     # this computes in it (the logits stay float32).
     keras.config.set_dtype_policy(configs.train.dtype)
+    previous_handler = signal.signal(signal.SIGINT, _interrupted(configs.model_dir))
     try:
         if configs.mode == "tune":
             tune(configs)
@@ -132,12 +154,8 @@ def main(argv: list[str]) -> None:
         fail(str(error))
     except TrainingDiverged as error:
         fail(str(error), exit_code=1)
-    except KeyboardInterrupt:
-        from compat.run import last_saved_step
-
-        step = last_saved_step(configs.model_dir)
-        saved = f"its last checkpoint is at step {step}" if step is not None else "no checkpoint was saved yet"
-        fail(f"interrupted; {configs.model_dir}: {saved}. The same command resumes from there", exit_code=130)
+    finally:
+        signal.signal(signal.SIGINT, previous_handler)
 
 
 if __name__ == "__main__":
