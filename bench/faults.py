@@ -60,12 +60,10 @@ def command(mode: str, model_dir: str, cache_dir: str) -> list[str]:
             str(STEPS[mode])]
 
 
-def newest_checkpoint_step(mode: str, model_dir: str) -> int | None:
-    import tensorflow as tf
+def newest_checkpoint_step(model_dir: str) -> int | None:
+    from compat.run import last_saved_step  # either mode's layout
 
-    folder = os.path.join(model_dir, "checkpoints") if mode == "keras" else model_dir
-    latest = tf.train.latest_checkpoint(folder) if os.path.isdir(folder) else None
-    return int(latest.rsplit("-", 1)[1]) if latest else None
+    return last_saved_step(model_dir)
 
 
 def completed_trials(model_dir: str) -> dict[str, str]:
@@ -126,7 +124,7 @@ def one_mode(mode: str, kills: int, rng: random.Random, cache_dir: str) -> dict:
             argv = command(mode, model_dir, cache_dir)
             process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(rng.uniform(0, seconds))
-            newest = newest_checkpoint_step(mode, model_dir) if mode != "tune" else None
+            newest = newest_checkpoint_step(model_dir) if mode != "tune" else None
             finished_before = completed_trials(model_dir) if mode == "tune" else {}
             process.send_signal(signal.SIGKILL)
             process.wait()

@@ -88,12 +88,6 @@ def _entries_dir(cache_dir: str) -> str:
     return os.path.join(cache_dir, "datasets")
 
 
-def _folder_size(folder: str) -> int:
-    return sum(
-        os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(folder) for name in names
-    )
-
-
 def _read_entry(folder: str) -> CacheEntry:
     meta_path = os.path.join(folder, "meta.json")
     with open(meta_path) as stream:
