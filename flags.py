@@ -208,9 +208,14 @@ def _profile_range(value) -> bool:
 @flags.validator("model_dir", message=(
     "--model_dir must be a local folder (or a path where one can be made): a URL such as gs://... is not "
     "supported (TensorFlow's file systems are not used for model folders yet, and a local folder named 'gs:' "
-    "would be a silent look-alike), and an existing file is not a folder"))
+    "would be a silent look-alike), and an existing file (or a folder inside one) is not a folder"))
 def _local_model_dir(value: str) -> bool:
-    return "://" not in value and not os.path.isfile(value)
+    if "://" in value:
+        return False
+    path = os.path.abspath(value)
+    while not os.path.exists(path):  # the nearest part that exists must be a folder
+        path = os.path.dirname(path)
+    return os.path.isdir(path)
 
 
 _TUNING_FLAGS = ("tuner", "max_trials", "objective", "max_failed_trials", "tune_target")

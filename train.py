@@ -31,9 +31,14 @@ def train_model(configs: flags.Configs) -> None:
     mode = {"keras": keras_mode, "estimator": estimator_mode}[configs.mode]
     with run.open_run(configs.source, configs.pipeline, configs.model, configs.train, configs.model_dir,
                       shared=not chief, strategy=strategy) as this:
-        if chief:
+        # A resumed run keeps the flags.txt it was started with until it ends: a run refused for
+        # restoring another model's checkpoint must not lose the flags that model was trained with.
+        resuming = run.last_saved_step(configs.model_dir) is not None
+        if chief and not resuming:
             flags.save_flagfile(this.path("flags.txt"))
         metrics = mode.train_and_evaluate(this)
+        if chief and resuming:
+            flags.save_flagfile(this.path("flags.txt"))
     if metrics is None:
         print(f"{distribution.task_name()} finished; the chief writes the results in {configs.model_dir}")
         return
@@ -127,7 +132,7 @@ def main(argv: list[str]) -> None:
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])} (flags are --name=value)")
     from compat.atomic import FolderInUseError
-    from compat.checkpoints import NoReadableCheckpointError
+    from compat.checkpoints import CheckpointMismatchError, NoReadableCheckpointError
     from compat.distribution import UnsupportedStrategyError
     from compat.divergence import TrainingDiverged
     from compat.fetch import FetchError
@@ -152,8 +157,21 @@ def main(argv: list[str]) -> None:
     except (DataSourceError, FetchError, FolderInUseError, UnsupportedStrategyError,
             NoReadableCheckpointError) as error:
         fail(str(error))
+    except CheckpointMismatchError as error:
+        saved = os.path.join(configs.model_dir, "flags.txt")
+        fail(f"{error}" + (f"; the flags it was trained with are in {saved} (--flagfile={saved})"
+                           if os.path.exists(saved) else ""))
     except TrainingDiverged as error:
         fail(str(error), exit_code=1)
+    except Exception as error:  # a full disk, a file gone or unreadable: one line, not a traceback
+        from compat.run import last_saved_step, storage_problem
+
+        problem = storage_problem(error)
+        if problem is None:
+            raise
+        step = last_saved_step(configs.model_dir)
+        fail(f"{problem}. Free space or fix the file, then run the same command again: it resumes from "
+             + (f"its last checkpoint (step {step})" if step is not None else "the start"), exit_code=1)
     finally:
         signal.signal(signal.SIGINT, previous_handler)
 

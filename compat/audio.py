@@ -77,6 +77,12 @@ def _read_with_soundfile(path: str, sample_rate: int) -> np.ndarray:
         raise BadAudioFileError(path, f"not a readable audio file ({error})") from error
     if data.shape[0] == 0:
         raise BadAudioFileError(path, "the file holds no audio frames")
+    # Float files can hold NaN or infinity; one such sample makes every feature of the clip, and then
+    # the loss, NaN. Integer PCM (the in-graph path) cannot.
+    finite = np.isfinite(data)
+    if not finite.all():
+        frame = int(np.argmin(finite.all(axis=1)))
+        raise BadAudioFileError(path, f"sample {frame} is {data[frame][~finite[frame]][0]} (NaN or infinite samples)")
     mono = data.mean(axis=1)
     if file_rate != sample_rate:
         mono = soxr.resample(mono, file_rate, sample_rate)
@@ -116,7 +122,8 @@ def is_canonical_pcm16_wav(contents: tf.Tensor) -> tf.Tensor:
     """True when `tf.audio.decode_wav` can decode `contents` without error.
 
     That is a 44-byte-header, 16-bit PCM WAV ("fmt " chunk of 16 bytes, format 1,
-    16 bits, then "data") whose data chunk fits in the file. Any other file goes
+    16 bits, then "data") with at least one channel, whose data chunk holds
+    whole frames and fits in the file. Any other file goes
     to the soundfile path, which names the file on error (decode_wav's own errors
     do not say which file failed). One vector comparison: this runs per file.
     """
@@ -126,7 +133,11 @@ def is_canonical_pcm16_wav(contents: tf.Tensor) -> tf.Tensor:
     header = tf.pad(header, [[0, _CANONICAL_WAV_HEADER_BYTES - tf.shape(header)[0]]])  # short files
     matches = tf.reduce_all(tf.logical_or(tf.equal(header, _HEADER_TEMPLATE), ~_HEADER_FIXED))
     data_bytes = tf.reduce_sum(tf.cast(header[40:44], tf.int64) * [1, 1 << 8, 1 << 16, 1 << 24])
-    return tf.logical_and(matches, tf.cast(size, tf.int64) >= _CANONICAL_WAV_HEADER_BYTES + data_bytes)
+    channels = tf.cast(header[22] + header[23] * 256, tf.int64)
+    # decode_wav refuses zero channels and a partial last frame without naming the file.
+    whole_frames = tf.logical_and(channels > 0, tf.math.floormod(data_bytes, tf.maximum(2 * channels, 1)) == 0)
+    fits = tf.cast(size, tf.int64) >= _CANONICAL_WAV_HEADER_BYTES + data_bytes
+    return tf.logical_and(matches, tf.logical_and(fits, whole_frames))
 
 
 def decode_audio(

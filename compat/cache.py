@@ -42,6 +42,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import time
 import zlib
@@ -145,6 +146,30 @@ def _publish(temp: str, final: str, meta: dict) -> None:
     atomic.publish_folder(final, link_files)
     logging.info("Dataset cache written: %s (%s split, %d examples, %.1f MB)", os.path.basename(final),
                  meta.get("split", "?"), meta["examples"], meta["size_bytes"] / 1e6)
+
+
+_SEGMENT_FILE = re.compile(r"^seg-(\d{6})\.(index|data-\d{5}-of-\d{5})$")
+
+
+def _incomplete(folder: str, segments: int) -> str | None:
+    """What keeps the segment files in `folder` from being a whole entry of `segments` segments; None if whole.
+
+    TensorFlow's cache writer names its files only when a segment is finished
+    (until then they are `*.tempstate*`), so a whole entry has exactly segments
+    0 .. segments-1, each with its index and data, and nothing else.
+    """
+    kinds: dict[int, set[str]] = {}
+    for name in os.listdir(folder):
+        if not name.startswith(_SEGMENT_PREFIX):
+            continue
+        match = _SEGMENT_FILE.match(name)
+        if match is None:
+            return f"{name} was left unfinished"
+        kinds.setdefault(int(match.group(1)), set()).add(match.group(2).split("-")[0])
+    whole = sum(1 for found in kinds.values() if found == {"index", "data"})
+    if sorted(kinds) != list(range(segments)) or whole != segments:
+        return f"{whole} whole segment(s) of {segments} were written"
+    return None
 
 
 def _size_and_crc(path: str) -> tuple[int, int]:
@@ -285,7 +310,9 @@ def through_disk_cache(
     published atomically when that pass completes. A pass that stops early
     publishes nothing. `complete_now` runs the first pass here, for splits that
     callers may read only in part (evaluation with `steps`). `describe()` gives
-    the entry's description once the pass is done.
+    the entry's description once the pass is done, with `examples` and
+    `elements`, the number of elements the pass handed on: an entry is
+    published only if exactly that many were written.
     """
     final = os.path.join(_entries_dir(cache_dir), key)
     if os.path.isdir(final):
@@ -319,13 +346,20 @@ def through_disk_cache(
     atexit.register(atomic.remove_own, temp)
     started = time.monotonic()
 
-    def publish_once() -> None:
-        if not os.path.isdir(final):
-            meta = {"format": FORMAT_VERSION, "created": time.time(),
-                    "build_seconds": round(time.monotonic() - started, 3), **describe()}
-            _publish(temp, final, meta)
+    per_segment = elements_per_segment(elements)
 
-    written = _write_segments(build(), temp, elements_per_segment(elements))
+    def publish_once() -> None:
+        if os.path.isdir(final):
+            return
+        meta = {"format": FORMAT_VERSION, "created": time.time(),
+                "build_seconds": round(time.monotonic() - started, 3), **describe()}
+        problem = _incomplete(temp, math.ceil(meta["elements"] / per_segment))
+        if problem:  # a failed write (a full disk) can look like the end of a segment to the pass
+            logging.warning("Dataset cache entry %s not published: %s", key, problem)
+            return
+        _publish(temp, final, meta)
+
+    written = _write_segments(build(), temp, per_segment)
     # The prefetch runs the writer in its own thread, beside the decoding threads.
     written = _then_call(written, publish_once).prefetch(tf.data.AUTOTUNE)
     if not complete_now:

@@ -20,16 +20,26 @@ class NoReadableCheckpointError(RuntimeError):
     """Every checkpoint in a model folder failed to restore; the message names them and what to do."""
 
 
+class CheckpointMismatchError(ValueError):
+    """A checkpoint was written by a different model (other layers or sizes); the message names it."""
+
+
 def restore_newest_readable(paths_newest_first: Sequence[str], restore: Callable[[str], object]) -> str | None:
     """Calls `restore(path)` on each path, newest first, until one reads; returns it (None: no paths).
 
     Only read errors (a truncated or missing file) move on to an older checkpoint;
-    any other error (a checkpoint of another model) is raised as it is.
+    a checkpoint of another model (a shape that differs, an object it lacks) is a
+    `CheckpointMismatchError`, since an older one of the same folder is no better.
     """
     failures = []
     for path in paths_newest_first:
         try:
             restore(path)
+        except (ValueError, AssertionError) as error:  # Keras/TF report a mismatch as these
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise CheckpointMismatchError(
+                f"the checkpoint {path} was written by a different model ({reason}); build the model it was "
+                "trained with, or start in a new model folder") from error
         # TensorFlow reports a truncated file as an OpError or, from its checkpoint reader, an IndexError.
         except (tf.errors.OpError, IndexError) as error:  # a checkpoint of another model is raised as it is
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
@@ -45,3 +55,30 @@ def restore_newest_readable(paths_newest_first: Sequence[str], restore: Callable
             + "; ".join(f"{path} ({reason})" for path, reason in failures)
             + ". Restore the folder from a backup, or start again with a new --model_dir")
     return None
+
+
+def _read_every_tensor(path: str) -> None:
+    reader = tf.train.load_checkpoint(path)
+    for name in reader.get_variable_to_dtype_map():
+        reader.get_tensor(name)
+
+
+def newest_readable_in(model_dir: str) -> str | None:
+    """The newest checkpoint of `model_dir` whose every tensor reads (None: no checkpoint), named in
+    the folder's `checkpoint` state file so that a session restoring "the latest" restores it.
+
+    For engines that restore by folder (`MonitoredTrainingSession`): each tensor
+    is read once more than a restore does, only for the checkpoints tried. The
+    damaged checkpoint's files stay until training saves its step again.
+    """
+    state = tf.train.get_checkpoint_state(model_dir)
+    if state is None or not state.model_checkpoint_path:
+        return None
+    saved = list(state.all_model_checkpoint_paths) or [state.model_checkpoint_path]
+    newest = state.model_checkpoint_path
+    candidates = [newest, *(path for path in reversed(saved) if path != newest)]
+    readable = restore_newest_readable(candidates, _read_every_tensor)
+    if readable != newest:
+        kept = saved[: saved.index(readable) + 1] if readable in saved else [readable]
+        tf.compat.v1.train.update_checkpoint_state(model_dir, readable, all_model_checkpoint_paths=kept)
+    return readable

@@ -197,7 +197,8 @@ def examples(table: FileTable, config: PipelineConfig, split: str, training: boo
         skipped = len(bad_files.skipped) if bad_files else 0
         if skipped:
             logging.warning("While caching the %s split: %s", split, bad_files.summary())
-        return {"examples": len(table) - skipped, "split": split, "files": len(table),
+        examples = len(table) - skipped
+        return {"examples": examples, "elements": -(-examples // _CHUNK), "split": split, "files": len(table),
                 "skipped_files": skipped, "feature": config.feature}
 
     try:

@@ -83,6 +83,10 @@ def main(argv: list[str]) -> None:
         port = flag_values.port or _free_port(flag_values.host)
         server = start_worker(flag_values.dispatcher_address, port, flag_values.host)
     print(f"{role} listening on {flag_values.host}:{port}", flush=True)
+    # Said at every start: the one exception to this project's servers binding 127.0.0.1 by default.
+    print(f"{role}: TensorFlow's tf.data service servers accept connections on every network interface (they have "
+          f"no bind-address setting): keep port {port} behind a firewall on a shared network", file=sys.stderr,
+          flush=True)
     try:
         server.join()
     except KeyboardInterrupt:

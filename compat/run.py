@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import re
 import time
 from typing import Any, Callable, Iterator, Mapping
 
@@ -228,6 +229,25 @@ class Run:
         }
         atomic.write_json(self.path("metrics.json"), metrics)
         return metrics
+
+
+# An operating system's words for a storage fault, as TensorFlow's errors quote them.
+_STORAGE_FAULTS = ("No space left on device", "File too large", "Disk quota exceeded", "Read-only file system",
+                   "Input/output error", "Permission denied", "No such file or directory")
+
+
+def storage_problem(error: BaseException) -> str | None:
+    """The line of a TensorFlow error that names a file and what the system said of it (a full disk, a
+    file that vanished or cannot be read); None when the error is not a storage fault."""
+    if not isinstance(error, tf.errors.OpError):
+        return None
+    for line in str(error.message).splitlines():
+        fault = next((words for words in _STORAGE_FAULTS if words in line), None)
+        if fault is not None:
+            detail = line.split("Original message: ")[-1]
+            detail = re.sub(r"\{\{function_node [^}]*\}\}|\[\[.*?\]\]|\[Op:[^\]]*\]", "", detail).strip()
+            return detail
+    return None
 
 
 def last_saved_step(model_dir: str) -> int | None:

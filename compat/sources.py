@@ -20,6 +20,8 @@ import hashlib
 import os
 import re
 
+from absl import logging
+
 SPLITS = ("train", "eval", "test", "predict")
 KINDS = ("synthetic", "fsdd", "folder", "manifest")
 AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg")
@@ -113,14 +115,30 @@ def _no_audio_error(folder: str) -> DataSourceError:
 
 
 def list_class_folders(root: str) -> list[LabelledFile]:
-    """`root/<label>/**/<file>` -> files labelled by their top sub-folder."""
+    """`root/<label>/**/<file>` -> files labelled by their top sub-folder.
+
+    Links to folders below a class folder are not followed (`os.walk`'s default),
+    so a link loop there cannot recurse; a class folder that is itself a link back
+    to the data folder (or above it) is refused, since it would list every file
+    again under its own name.
+    """
     _require_dir(root, "data folder")
+    real_root = os.path.realpath(root)
     files = []
     for label in sorted(entry.name for entry in os.scandir(root) if entry.is_dir()):
-        for folder, _, names in sorted(os.walk(os.path.join(root, label))):
+        folder_of_label = os.path.join(root, label)
+        target = os.path.realpath(folder_of_label)
+        if real_root == target or real_root.startswith(target + os.sep):
+            raise DataSourceError(f"class folder '{folder_of_label}' is a link back to '{target}', which holds the "
+                                  "data folder (a loop); remove the link or point it at a folder of audio files")
+        found = len(files)
+        for folder, _, names in sorted(os.walk(folder_of_label)):
             for name in sorted(filter(_is_audio, names)):
                 path = os.path.join(folder, name)
                 files.append(LabelledFile(path, label, os.path.relpath(path, root), None))
+        if len(files) == found:
+            logging.warning("Class folder %s holds no audio files (%s): the class '%s' is left out", folder_of_label,
+                            ", ".join(AUDIO_EXTENSIONS), label)
     if not files:
         raise _no_audio_error(root)
     return files
@@ -148,26 +166,54 @@ def list_fsdd(root: str) -> list[LabelledFile]:
 
 
 def list_manifest(manifest: str) -> list[LabelledFile]:
-    """A CSV of `path,label[,split]` rows; relative paths are relative to the manifest."""
+    """A CSV of `path,label[,split]` rows; relative paths are relative to the manifest.
+
+    A file listed twice with the same label and split is kept twice (each row is
+    an example: a way to weight files) with a warning; listed with another label
+    or split, it is refused, since a file in two splits is tested on what the
+    model trained on.
+    """
     if not os.path.isfile(manifest):
         raise DataSourceError(f"manifest '{manifest}' does not exist; check the path (flag --manifest)")
     base = os.path.dirname(os.path.abspath(manifest))
-    files = []
-    with open(manifest, newline="") as stream:
-        for line, row in enumerate(csv.reader(stream), start=1):
-            cells = [cell.strip() for cell in row]
-            if not cells or not any(cells) or (line == 1 and cells[0].lower() == "path"):
-                continue
-            where = f"manifest '{manifest}' line {line}"
-            if len(cells) < 2 or not cells[0] or not cells[1]:
-                raise DataSourceError(f"{where}: expected 'path,label[,split]', got {row}")
-            path = os.path.join(base, cells[0])
-            if not os.path.isfile(path):
-                raise DataSourceError(f"{where}: audio file '{path}' does not exist")
-            split = cells[2] if len(cells) > 2 and cells[2] else None
-            if split is not None and split not in ("train", "eval", "test"):
-                raise DataSourceError(f"{where}: split '{split}' must be train, eval or test (or empty)")
-            files.append(LabelledFile(path, cells[1], cells[0], split))
+    try:
+        with open(manifest, newline="", encoding="utf-8-sig") as stream:  # -sig: a spreadsheet's byte-order mark
+            rows = list(csv.reader(stream))
+    except UnicodeDecodeError as error:
+        raise DataSourceError(f"manifest '{manifest}' is not UTF-8 text (byte {error.start} cannot be read); save "
+                              "it as UTF-8 CSV") from error
+    except csv.Error as error:
+        raise DataSourceError(f"manifest '{manifest}' is not a readable CSV file ({error})") from error
+    files: list[LabelledFile] = []
+    first_seen: dict[str, tuple[int, LabelledFile]] = {}  # normalised path -> (line, row)
+    repeated = []
+    for line, row in enumerate(rows, start=1):
+        cells = [cell.strip() for cell in row]
+        if not cells or not any(cells) or (line == 1 and cells[0].lower() == "path"):
+            continue
+        where = f"manifest '{manifest}' line {line}"
+        if len(cells) < 2 or not cells[0] or not cells[1]:
+            raise DataSourceError(f"{where}: expected 'path,label[,split]', got {row}")
+        path = os.path.normpath(os.path.join(base, cells[0]))
+        if not os.path.isfile(path):
+            raise DataSourceError(f"{where}: audio file '{path}' does not exist")
+        split = cells[2] if len(cells) > 2 and cells[2] else None
+        if split is not None and split not in ("train", "eval", "test"):
+            raise DataSourceError(f"{where}: split '{split}' must be train, eval or test (or empty)")
+        labelled = LabelledFile(path, cells[1], os.path.normpath(cells[0]), split)
+        if path in first_seen:
+            earlier_line, earlier = first_seen[path]
+            if (earlier.label, earlier.split) != (labelled.label, labelled.split):
+                raise DataSourceError(
+                    f"{where}: '{cells[0]}' was listed at line {earlier_line} with label '{earlier.label}' and split "
+                    f"'{earlier.split or '(hashed)'}'; a file belongs to one label and one split. Keep one row")
+            repeated.append(cells[0])
+        else:
+            first_seen[path] = (line, labelled)
+        files.append(labelled)
+    if repeated:
+        logging.warning("Manifest %s lists %d file(s) again with the same label and split (first: %s); each row is an "
+                        "example, so those files weigh more in training", manifest, len(repeated), repeated[0])
     if not files:
         raise DataSourceError(f"manifest '{manifest}' lists no files; add rows 'path,label[,split]'")
     return files

@@ -2,6 +2,7 @@
 
 import inspect
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -65,8 +66,10 @@ def test_training_is_reproducible_from_the_seed_and_reshuffles_each_epoch(tmp_pa
 def test_augmentation_changes_training_examples_between_epochs(tmp_path):
     root = write_class_folders(tmp_path / "data", classes=("only",), per_class=1)
     manifest = tmp_path / "one.csv"
-    manifest.write_text(f"{root}/only/only_0.wav,only,train\n{root}/only/only_0.wav,only,eval\n"
-                        f"{root}/only/only_0.wav,only,test\n")
+    for split in ("eval", "test"):  # the same clip in each split: a file itself belongs to one split
+        shutil.copy(f"{root}/only/only_0.wav", f"{root}/only/{split}.wav")
+    manifest.write_text(f"{root}/only/only_0.wav,only,train\n{root}/only/eval.wav,only,eval\n"
+                        f"{root}/only/test.wav,only,test\n")
     config = data.PipelineConfig(cache_dir=str(tmp_path / "c"), batch_size=1, deterministic=True)
     views = [f["audio"].numpy() for f, _ in data.build_dataset(str(manifest), config, "train").take(3)]
     assert not np.array_equal(views[0], views[1]) and not np.array_equal(views[1], views[2])
@@ -99,7 +102,8 @@ def test_each_bad_file_gives_an_error_naming_it(tmp_path, bad):
 def test_skip_bad_files_skips_counts_and_logs_them(tmp_path, caplog):
     bad_names = _write_bad_files(tmp_path / "data")
     manifest = tmp_path / "m.csv"
-    manifest.write_text("".join(f"data/bad/{n},x,eval\n" for n in ["good.wav", *bad_names]) + "data/bad/good.wav,x,train\n")
+    shutil.copy(tmp_path / "data" / "bad" / "good.wav", tmp_path / "data" / "bad" / "train.wav")
+    manifest.write_text("".join(f"data/bad/{n},x,eval\n" for n in ["good.wav", *bad_names]) + "data/bad/train.wav,x,train\n")
     config = _config(str(tmp_path / "c"), skip_bad_files=True)
     with caplog.at_level("WARNING"):
         batches = list(data.build_dataset(str(manifest), config, "eval"))

@@ -472,6 +472,22 @@ def test_a_model_fn_program_resumes_after_kill_9(tmp_path):
     assert json.loads(result.stdout.strip().splitlines()[-1])["global_step"] == 400
 
 
+def test_a_truncated_latest_checkpoint_is_passed_over_for_the_previous_one(tmp_path, caplog):
+    est = make(tmp_path / "run")
+    est.train(input_fn(), max_steps=20)
+    data_file = glob.glob(str(tmp_path / "run" / "model.ckpt-20.data-*"))[0]
+    with open(data_file, "r+b") as stream:  # a disk that lost the file's end
+        stream.truncate(os.path.getsize(data_file) // 2)
+    with caplog.at_level("WARNING"):
+        make(tmp_path / "run").train(input_fn(), max_steps=30)  # TF 2.15 stopped here with a DataLossError
+    warning = next(r.getMessage() for r in caplog.records if "cannot be read" in r.getMessage())
+    assert "model.ckpt-20" in warning and "model.ckpt-10" in warning
+    assert est.get_variable_value("global_step") == 30
+    assert est.latest_checkpoint().endswith("model.ckpt-30")
+    make(tmp_path / "run").train(input_fn(), max_steps=40)  # the step-20 files were written again: all readable
+    assert est.get_variable_value("global_step") == 40
+
+
 def test_a_one_replica_strategy_trains_on_the_graph_engine_and_more_replicas_are_refused(tmp_path):
     # MirroredStrategy() on a machine with one GPU (or only the CPU) is one replica: the same training.
     one = make(tmp_path / "one", train_distribute=tf.distribute.MirroredStrategy(["/cpu:0"]))

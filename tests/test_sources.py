@@ -1,6 +1,7 @@
 """Listing sources and assigning splits: folders, FSDD, manifests, synthetic."""
 
 import os
+import shutil
 
 import pytest
 
@@ -40,7 +41,8 @@ def test_manifest_with_and_without_split_column(tmp_path):
         for n, file in enumerate(sorted(os.listdir(os.path.join(root, name)))):
             split = {0: "test", 1: "eval"}.get(n, "train")
             rows.append(f"data/{name}/{file},{name},{split}")
-    rows.append("data/high/high_3.wav,high,")  # no split: hashed
+    shutil.copy(os.path.join(root, "high", "high_3.wav"), os.path.join(root, "high", "unsplit.wav"))
+    rows.append("data/high/unsplit.wav,high,")  # no split: hashed (to train)
     manifest.write_text("\n".join(rows) + "\n")
     source = DataSource.parse(str(manifest))
     assert source.kind == "manifest"

@@ -28,9 +28,13 @@ def _train_files(tiny_data, tmp_path, split: str = "train") -> int:
 
 def test_a_short_run_writes_every_output(tiny_data, tmp_path):
     model_dir = tmp_path / "run"
-    result = run_train(*_common(tiny_data, tmp_path), "--epochs=2", f"--model_dir={model_dir}")
+    secret = "sekrit-" + os.urandom(4).hex()
+    result = run_train(*_common(tiny_data, tmp_path), "--epochs=2", f"--model_dir={model_dir}",
+                       env={**os.environ, "AWS_SECRET_ACCESS_KEY": secret})
     assert result.returncode == 0, result.stderr[-3000:]
     assert "test accuracy" in result.stdout
+    _assert_nothing_private([model_dir / "model.keras", model_dir / "saved_model"],
+                            [secret, str(tmp_path), os.path.expanduser("~") + os.sep, REPO])
     metrics = json.loads((model_dir / "metrics.json").read_text())
     assert {"test_accuracy", "test_loss", "steps", "wall_seconds", "examples_per_second"} <= set(metrics)
     assert metrics["steps"] == 2 * -(-_train_files(tiny_data, tmp_path) // 8)
@@ -59,10 +63,30 @@ def test_a_short_run_writes_every_output(tiny_data, tmp_path):
     np.testing.assert_allclose(served.serve({"audio": inputs}).numpy(), np.asarray(expected), atol=1e-5)
 
 
+def _assert_nothing_private(exports: list, private: list[str]) -> None:
+    """No environment variable and no path of this machine in what a run exports (the .keras zip's
+    members read unpacked); flags.txt holds only the user's own flags, which may name their paths."""
+    import zipfile
+
+    exported = [file for path in exports for file in ([path] if path.is_file() else path.rglob("*")) if file.is_file()]
+    assert exported
+    for path in exported:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                contents = [archive.read(name) for name in archive.namelist()]
+        else:
+            contents = [path.read_bytes()]
+        for text in private:
+            assert not any(text.encode() in blob for blob in contents), f"{text} in {path}"
+
+
 def test_estimator_mode_writes_the_same_metrics_and_estimator_files(tiny_data, tmp_path):
     model_dir = tmp_path / "run"
-    result = run_train(*_common(tiny_data, tmp_path), "--mode=estimator", "--epochs=2", f"--model_dir={model_dir}")
+    secret = "sekrit-" + os.urandom(4).hex()
+    result = run_train(*_common(tiny_data, tmp_path), "--mode=estimator", "--epochs=2", f"--model_dir={model_dir}",
+                       env={**os.environ, "AWS_SECRET_ACCESS_KEY": secret})
     assert result.returncode == 0, result.stderr[-3000:]
+    _assert_nothing_private([model_dir / "export"], [secret, str(tmp_path), os.path.expanduser("~") + os.sep, REPO])
     assert "test accuracy" in result.stdout
     metrics = json.loads((model_dir / "metrics.json").read_text())
     assert {"test_accuracy", "test_loss", "steps", "wall_seconds", "examples_per_second"} <= set(metrics)
@@ -149,7 +173,7 @@ def test_an_invalid_flag_value_names_the_flag(tmp_path, monkeypatch):
     assert not (tmp_path / "x").exists()  # refused before anything was written
     (tmp_path / "a-file").write_text("")
     result = train_in_process(f"--model_dir={tmp_path / 'a-file'}")
-    assert result.returncode == 2 and "an existing file is not a folder" in result.stderr
+    assert result.returncode == 2 and "an existing file (or a folder inside one) is not a folder" in result.stderr
     monkeypatch.chdir(tmp_path)  # where a look-alike folder "gs:" would appear
     result = train_in_process("--model_dir=gs://bucket/run")
     assert result.returncode == 2 and "gs://... is not supported" in result.stderr

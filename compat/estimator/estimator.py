@@ -33,6 +33,7 @@ import tensorflow as tf
 from absl import logging
 
 from compat import atomic
+from compat.checkpoints import newest_readable_in
 from compat.estimator import export as export_lib
 from compat.estimator import warm_starting
 from compat.estimator.input_fns import input_fn_kwargs, split_features_labels
@@ -385,7 +386,7 @@ class Estimator:
                 *input_hooks, *hooks, *spec.training_hooks,
             ]
             scaffold = self._scaffold(spec)
-            check_restorable(self.latest_checkpoint())
+            check_restorable(newest_readable_in(self.model_dir))  # past a damaged latest, which TF 2.15 could not
             chief_hooks = list(spec.training_chief_hooks)
             given_savers = [h for h in [*hooks, *chief_hooks] if isinstance(h, tf.compat.v1.train.CheckpointSaverHook)]
             if config.saves_checkpoints and not given_savers:

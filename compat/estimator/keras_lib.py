@@ -585,8 +585,13 @@ def _load_model(path: str, custom_objects: dict | None) -> keras.Model:
     if not os.path.exists(path):
         raise ValueError(f"keras_model_path '{path}' does not exist")
     try:
-        return keras.models.load_model(path, custom_objects=custom_objects)
-    except (TypeError, ValueError):
+        return keras.models.load_model(path, custom_objects=custom_objects)  # safe_mode: Keras' default, True
+    except (TypeError, ValueError) as error:
+        if "safe_mode" in str(error):
+            raise ValueError(
+                f"keras_model_path '{path}' holds Python code (a Lambda layer) that Keras runs only when told the file "
+                "is trusted. If it is, load it yourself and pass the model: model_to_estimator(keras_model="
+                f"keras.models.load_model({path!r}, safe_mode=False), ...)") from error
         if not path.endswith((".h5", ".hdf5")):
             raise
     # A Keras 2 H5 file whose compile config Keras 3 cannot read: the model, then its training config.
