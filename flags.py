@@ -100,6 +100,9 @@ flags.DEFINE_float("learning_rate", _TRAIN.learning_rate, "Peak learning rate (A
                    lower_bound=0)
 flags.DEFINE_integer("eval_every_steps", None,
                      "Validate and checkpoint every N steps; default: once per epoch.", lower_bound=1)
+flags.DEFINE_integer("log_every_steps", _TRAIN.log_every_steps,
+                     "Write TensorBoard scalars (loss, accuracy, learning_rate, examples_per_second; the same tags "
+                     "in every mode) and a progress line every N steps.", lower_bound=1)
 flags.DEFINE_integer("steps_per_execution", _TRAIN.steps_per_execution,
                      "Training steps per compiled call (no Python between them); 0: the largest divisor of "
                      "the evaluation period up to 64.", lower_bound=0)
@@ -115,8 +118,8 @@ flags.DEFINE_enum("dtype", _TRAIN.dtype, list(DTYPES),
                   "16 bits with float32 weights and logits.")
 flags.DEFINE_bool("enable_xla", _TRAIN.enable_xla, "Compile the training step with XLA (--mode=keras).")
 flags.DEFINE_list("profile_steps", None,
-                  "FIRST,LAST: write a TensorBoard profile to <model_dir>/logs/train of these batches as Keras "
-                  "counts them in this process (one per --steps_per_execution steps); its input-pipeline page "
+                  "FIRST,LAST: write a TensorBoard profile to <model_dir>/logs/train of these training steps of "
+                  "this process (whole compiled calls of --steps_per_execution steps); its input-pipeline page "
                   "shows whether the step waited on input (--mode=keras).")
 
 # -- distribution ---------------------------------------------------------
@@ -189,7 +192,7 @@ def _strategy_fits_mode(values: dict) -> bool:
 
 @flags.multi_flags_validator(["mode", "enable_xla", "profile_steps"], message=(
     "--enable_xla and --profile_steps apply to --mode=keras: the Estimator engine's step loop reads its "
-    "input inside the compiled function, which XLA cannot compile, and profiles are Keras' TensorBoard callback"))
+    "input inside the compiled function, which XLA cannot compile, and profiles are taken around Keras' compiled calls"))
 def _keras_only_switches(values: dict) -> bool:
     return values["mode"] == "keras" or not (values["enable_xla"] or values["profile_steps"])
 

@@ -34,6 +34,7 @@ from absl import app, flags  # noqa: E402
 
 flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
 flags.DEFINE_string("json", None, "Write the rates (examples/s) to this JSON file.")
+flags.DEFINE_string("plot", None, "Write a PNG chart of the table to this file.")
 FLAGS = flags.FLAGS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -97,6 +98,11 @@ def main(argv: list[str]) -> None:
     if FLAGS.json:
         with open(FLAGS.json, "w") as out:
             json.dump({"cores": cores, "batch": BATCH, **rows}, out, indent=1)
+    if FLAGS.plot:
+        import charts  # bench/charts.py: this script's folder is on the path
+
+        charts.bars(FLAGS.plot, f"Training input, examples/s ({cores} cores; higher is better)", rows,
+                    ylabel="examples/s")
 
 
 if __name__ == "__main__":

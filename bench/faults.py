@@ -42,6 +42,7 @@ flags.DEFINE_integer("kills", 10, "Kills per mode.", lower_bound=1)
 flags.DEFINE_list("modes", ["keras", "estimator", "model_fn", "tune"], "Modes to kill.")
 flags.DEFINE_integer("seed", 0, "Seed of the kill moments.")
 flags.DEFINE_string("json", None, "Write the table's rows to this JSON file.")
+flags.DEFINE_string("plot", None, "Write a PNG chart of the table to this file.")
 FLAGS = flags.FLAGS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -172,6 +173,15 @@ def main(argv: list[str]) -> None:
     if FLAGS.json:
         with open(FLAGS.json, "w") as out:
             json.dump(rows, out, indent=1)
+    if FLAGS.plot:
+        import charts  # bench/charts.py: this script's folder is on the path
+
+        checks = {"finished": "finished", "exact": "exact final step", "resumed": "resumed from the newest",
+                  "metrics": "valid metrics.json"}
+        charts.grouped_bars(FLAGS.plot, f"kill -9 at random moments: share of {FLAGS.kills} kills per mode",
+                            [row["mode"] for row in rows],
+                            {label: [row[key] / row["kills"] for row in rows] for key, label in checks.items()},
+                            ideal=1.0)
 
 
 if __name__ == "__main__":

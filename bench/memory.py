@@ -29,6 +29,7 @@ sys.path.insert(0, REPO)
 flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
 flags.DEFINE_integer("copies", 10, "Times FSDD is linked for the large dataset.", lower_bound=2)
 flags.DEFINE_string("child", None, "Internal: MANIFEST,CACHE_DIR of one epoch to run and measure.")
+flags.DEFINE_string("plot", None, "Write a PNG chart of the table to this file.")
 FLAGS = flags.FLAGS
 
 
@@ -89,6 +90,12 @@ def main(argv) -> None:
     small, large = results["fsdd train"], results[f"fsdd x{FLAGS.copies}"]
     ratios = {kind: large[kind]["peak_rss_mb"] / small[kind]["peak_rss_mb"] for kind in ("cold", "warm")}
     print(f"\nlarge / small: cold {ratios['cold']:.2f}x, warm {ratios['warm']:.2f}x (target <= 1.2)")
+    if FLAGS.plot:
+        import charts  # bench/charts.py: this script's folder is on the path
+
+        charts.grouped_bars(FLAGS.plot, "Peak resident memory of one epoch (MB; flat is the goal)", list(results),
+                            {kind: [row[kind]["peak_rss_mb"] for row in results.values()] for kind in ("cold", "warm")},
+                            ylabel="MB")
     shutil.rmtree(work, ignore_errors=True)
 
 

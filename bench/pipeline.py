@@ -44,6 +44,7 @@ from founding import founding_dataset  # noqa: E402  (bench/, this script's fold
 
 flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
 flags.DEFINE_string("json", None, "Write the five rates (examples/s) to this JSON file.")
+flags.DEFINE_string("plot", None, "Write a PNG chart of the table to this file.")
 flags.DEFINE_string("warm_child", None, "Internal: time one warm epoch with this cache dir.")
 FLAGS = flags.FLAGS
 
@@ -177,6 +178,12 @@ def main(argv) -> None:
     if FLAGS.json:
         with open(FLAGS.json, "w") as stream:
             json.dump({k: round(v, 1) for k, v in rates.items()}, stream, indent=1)
+    if FLAGS.plot:
+        import charts  # bench/charts.py: this script's folder is on the path
+
+        charts.grouped_bars(FLAGS.plot, f"FSDD train split, examples/s ({cores} cores; higher is better)", list(rows),
+                            {"first epoch": [first[name] for name in rows],
+                             "second epoch": [steady[name] for name in rows]}, ylabel="examples/s")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
 flags.DEFINE_integer("rounds", 2, "Interleaved rounds (medians are reported).", lower_bound=1)
 flags.DEFINE_string("venv", None, "The TensorFlow 2.15 virtual environment (created if missing).")
 flags.DEFINE_string("json", None, "Write the figures to this JSON file.")
+flags.DEFINE_string("plot", None, "Write a PNG chart of the table to this file.")
 FLAGS = flags.FLAGS
 
 
@@ -80,6 +81,14 @@ def main(argv) -> None:
     if FLAGS.json:
         with open(FLAGS.json, "w") as stream:
             json.dump({"medians": medians, "samples": samples}, stream, indent=1)
+    if FLAGS.plot:
+        import charts  # bench/charts.py: this script's folder is on the path
+
+        charts.grouped_bars(FLAGS.plot, "Whole process, relative to the TF 2.15 seed program (lower is faster)",
+                            list(medians), {"time / TF 2.15": [row["wall_seconds"] / yardstick
+                                                              for row in medians.values()],
+                                            "test accuracy": [row["accuracy"] for row in medians.values()]},
+                            ideal=1.0)
 
 
 if __name__ == "__main__":

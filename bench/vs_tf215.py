@@ -37,6 +37,7 @@ flags.DEFINE_integer("tiny_steps", 3000, "Steps timed in tiny_steps.py.", lower_
 flags.DEFINE_integer("seed_steps", 600, "Training steps of seed_estimator.py.", lower_bound=200)
 flags.DEFINE_string("venv", None, "The TensorFlow 2.15 virtual environment (created if missing).")
 flags.DEFINE_string("json", None, "Write the figures to this JSON file.")
+flags.DEFINE_string("plot", None, "Write a PNG chart of the table to this file.")
 FLAGS = flags.FLAGS
 
 def main(argv) -> None:
@@ -79,6 +80,14 @@ def main(argv) -> None:
     if FLAGS.json:
         with open(FLAGS.json, "w") as stream:
             json.dump({"tiny_steps_per_second": tiny_rates, "seed": seed_rows, "samples": samples}, stream, indent=1)
+    if FLAGS.plot:
+        import charts  # bench/charts.py: this script's folder is on the path
+
+        charts.grouped_bars(FLAGS.plot, "compat.estimator relative to TF 2.15's tf.estimator (higher is faster)",
+                            ["tiny model, steps/s", "seed program, whole process", "seed program, training"],
+                            {"compat / TF 2.15": [tiny_rates["compat"] / tiny_rates["tf215"], speedup,
+                                                  seed_rows["tf215"]["train_seconds"]
+                                                  / seed_rows["compat"]["train_seconds"]]}, ideal=1.0)
 
 
 if __name__ == "__main__":

@@ -301,6 +301,7 @@ def through_disk_cache(
     describe: Callable[[], dict],
     complete_now: bool,
     written_now: bool = False,
+    split: str = "?",
 ) -> CachedSplit:
     """The cached split under `key`: read on a hit, written through on a miss.
 
@@ -363,12 +364,12 @@ def through_disk_cache(
     # The prefetch runs the writer in its own thread, beside the decoding threads.
     written = _then_call(written, publish_once).prefetch(tf.data.AUTOTUNE)
     if not complete_now:
-        logging.info("Dataset cache miss: writing %s while reading", key)
+        logging.info("Dataset cache miss (%s split): writing %s while reading", split, key)
         return CachedSplit(written, temp, None)
-    logging.info("Dataset cache miss: writing %s now", key)
+    logging.info("Dataset cache miss (%s split): writing %s now", split, key)
     written.reduce(0, lambda count, _: count)
     atomic.remove_own(temp)  # published as hard links (or copies): the temporary files are spare
-    return through_disk_cache(cache_dir, key, build, elements, describe, complete_now, written_now=True)
+    return through_disk_cache(cache_dir, key, build, elements, describe, complete_now, written_now=True, split=split)
 
 
 def list_entries(cache_dir: str) -> list[CacheEntry]:

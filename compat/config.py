@@ -188,6 +188,9 @@ class TrainConfig:
     max_steps: int | None = None  # overrides epochs
     learning_rate: float = 3e-3
     eval_every_steps: int | None = None  # None: once per epoch
+    # TensorBoard scalars and the progress line every N steps (the Estimator's save_summary_steps and
+    # log_step_count_steps, TF 2.15's default 100).
+    log_every_steps: int = 100
     keep_checkpoints: int = 3
     seed: int = 0
     export: bool = True
@@ -210,6 +213,7 @@ class TrainConfig:
                 f"profile_steps {self.profile_steps} must be FIRST,LAST with 1 <= FIRST <= LAST")
 
         require(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")
+        require(self.log_every_steps >= 1, f"log_every_steps must be >= 1, got {self.log_every_steps}")
         require(self.max_steps is None or self.max_steps >= 1, f"max_steps must be >= 1, got {self.max_steps}")
         require(self.learning_rate > 0, f"learning_rate must be > 0, got {self.learning_rate}")
         require(self.eval_every_steps is None or self.eval_every_steps >= 1,

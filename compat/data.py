@@ -210,6 +210,7 @@ def examples(table: FileTable, config: PipelineConfig, split: str, training: boo
             describe=describe,
             # Training reads whole epochs; evaluation may stop early (steps=N).
             complete_now=not training,
+            split=split,
         )
     except cache.CacheUnavailableError as error:
         logging.warning("Going on without the disk cache for the %s split: %s", split, error)

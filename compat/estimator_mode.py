@@ -8,6 +8,8 @@ split is evaluated and `metrics.json` written in the same schema:
   <model_dir>/model.ckpt-<step>.*, checkpoint, events.out.tfevents.*   as tf.estimator
   <model_dir>/eval/, eval_test/                                         evaluation summaries
   <model_dir>/export/final/<timestamp>/                                 the SavedModel
+  <model_dir>/export/best/<timestamp>/                                  the lowest validation loss so far
+  <model_dir>/examples/                                                 eval examples as TensorBoard images
   <model_dir>/history.csv, metrics.json, confusion_matrix.png           as --mode=keras
 
 Under a strategy (`--distribution_strategy`) the RunConfig carries it as
@@ -35,11 +37,15 @@ def train_and_evaluate(run: Run) -> dict | None:
     cluster task other than the chief: the chief writes them)."""
     plan = run.plan
     run_config = estimator.RunConfig(save_checkpoints_steps=plan.period, keep_checkpoint_max=run.train.keep_checkpoints,
-                                     tf_random_seed=run.train.seed, log_step_count_steps=plan.period,
-                                     train_distribute=run.strategy)
+                                     tf_random_seed=run.train.seed, save_summary_steps=run.train.log_every_steps,
+                                     log_step_count_steps=run.train.log_every_steps, train_distribute=run.strategy)
     est = estimator.model_to_estimator(keras_model=run.build_model(), model_dir=run.model_dir, config=run_config)
     start_step = last_saved_step(run.model_dir) or 0
-    exporters = [estimator.FinalExporter("final")] if run.train.export else []
+    # The last model, and the one with the lowest validation loss so far (TF 2.15's BestExporter, one kept).
+    exporters = [estimator.FinalExporter("final"), estimator.BestExporter("best", exports_to_keep=1)] \
+        if run.train.export else []
+    if run_config.is_chief:
+        run.write_example_images(run.path("examples"))
     train_started = time.perf_counter()
     estimator.train_and_evaluate(est, estimator.TrainSpec(run.input_fn("train"), max_steps=plan.max_steps),
                                  estimator.EvalSpec(run.input_fn("eval"), steps=None, throttle_secs=0,
@@ -52,13 +58,18 @@ def train_and_evaluate(run: Run) -> dict | None:
     if cluster and "evaluator" not in cluster:  # in a cluster the evaluator exports; without one, the chief
         for exporter in exporters:
             exporter.export(est, run.path("export", exporter.name), est.latest_checkpoint(), test, True)
-    _write_history(run.path("history.csv"), read_eval_metrics(est.eval_dir()))
+    evaluations = read_eval_metrics(est.eval_dir())
+    _write_history(run.path("history.csv"), evaluations)
+    extra = {}
+    if evaluations:  # the evaluation BestExporter picks: the lowest loss (its checkpoint may be gone by now)
+        step, scores = min(evaluations.items(), key=lambda item: item[1].get("loss", float("inf")))
+        extra["best"] = {"step": int(step), "val_loss": scores.get("loss"), "val_accuracy": scores.get("accuracy")}
     features, labels = run.test_examples()
     predictions = est.predict(lambda: tf.data.Dataset.from_tensor_slices(features).batch(run.pipeline.batch_size),
                               yield_single_examples=False)
     predicted = np.concatenate([np.argmax(next(iter(batch.values())), axis=-1) for batch in predictions])
     return run.write_metrics(test, int(test["global_step"]), start_step, train_seconds,
-                             **run.confusion(labels, predicted))
+                             **run.confusion(labels, predicted), **extra)
 
 
 def _write_history(path: str, evaluations: dict) -> None:

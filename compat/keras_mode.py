@@ -4,9 +4,11 @@ Trains on the "train" split, validates on "eval" after every evaluation period
 and checkpoints, evaluates "test" at the end, exports, and writes `metrics.json`:
 
   <model_dir>/checkpoints/ckpt-<step>.*   the last `keep_checkpoints` (tf.train.CheckpointManager)
-  <model_dir>/logs/{train,validation}/     TensorBoard
+  <model_dir>/logs/{train,eval}/           TensorBoard (the tags of --mode=estimator)
   <model_dir>/history.csv                  one row per evaluation period (Keras' CSVLogger)
   <model_dir>/metrics.json, confusion_matrix.png, model.keras, saved_model/
+  <model_dir>/best/{model.keras, saved_model/, weights/}   the period with the lowest validation loss
+  <model_dir>/logs/examples/               a few eval examples' features as TensorBoard images
 
 A run killed at any moment and started again with the same model folder
 continues from its last checkpoint (model, optimizer and step), so it ends at
@@ -16,16 +18,91 @@ the same step. TensorFlow writes a checkpoint's files before it updates the
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import time
 
 import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from compat import atomic
 from compat.checkpoints import restore_newest_readable
 from compat.exports import export_keras_model
 from compat.run import NanGuard, Run, TrainingClock
+
+
+class _TensorBoard(keras.callbacks.Callback):
+    """TensorBoard scalars on the global-step axis, with `--mode=estimator`'s tags, so runs of both
+    modes overlay: every `every` steps `loss`, `accuracy` (Keras' running means over the period so
+    far), `learning_rate`, `global_step/sec` and `examples_per_second` in `logs/train`; after each
+    validation its `loss` and `accuracy` in `logs/eval`. With `profile` (first, last), a profile of
+    those steps of this process in `logs/train`.
+
+    Keras calls this once per compiled call (`steps_per_execution` steps): a
+    multiple of `every` is logged at the first call that reaches it.
+    """
+
+    def __init__(self, log_dir: str, every: int, batch_size: int, steps_per_call: int,
+                 profile: tuple[int, int] | None) -> None:
+        super().__init__()
+        self.train_dir, self.every, self.batch_size = os.path.join(log_dir, "train"), every, batch_size
+        self.steps_per_call, self.profile = steps_per_call, profile
+        self.train_writer = tf.summary.create_file_writer(self.train_dir)
+        self.eval_writer = tf.summary.create_file_writer(os.path.join(log_dir, "eval"))
+        self._profiling = False
+
+    def _step(self) -> int:
+        return int(self.model.optimizer.iterations.numpy())
+
+    def on_train_begin(self, logs=None):
+        self._first = self._logged = self._step()
+        self._since = time.monotonic()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        # This call runs this process's steps done+1 .. done+steps_per_call: start with the call that reaches FIRST.
+        done = self._step() - self._first
+        if self.profile and not self._profiling and done + self.steps_per_call >= self.profile[0]:
+            tf.profiler.experimental.start(self.train_dir)
+            self._profiling = True
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self._step()
+        if self._profiling and step >= self._first + self.profile[1]:
+            self._stop_profiling()
+        if step // self.every == self._logged // self.every:
+            return
+        now = time.monotonic()
+        steps_per_second = (step - self._logged) / max(now - self._since, 1e-9)
+        with self.train_writer.as_default(step=step):
+            for name, value in (logs or {}).items():
+                tf.summary.scalar(name, float(value))
+            tf.summary.scalar("learning_rate", float(self.model.optimizer.learning_rate))
+            tf.summary.scalar("global_step/sec", steps_per_second)
+            tf.summary.scalar("examples_per_second", steps_per_second * self.batch_size)
+        self._logged, self._since = step, now
+
+    def on_test_begin(self, logs=None):
+        self._test_started = time.monotonic()
+
+    def on_test_end(self, logs=None):
+        self._since += time.monotonic() - self._test_started  # rates count training time only
+        with self.eval_writer.as_default(step=self._step()):
+            for name, value in (logs or {}).items():
+                tf.summary.scalar(name, float(value))
+
+    def on_train_end(self, logs=None):
+        if self._profiling:
+            self._stop_profiling()
+        self.train_writer.flush()
+        self.eval_writer.flush()
+
+    def _stop_profiling(self) -> None:
+        tf.profiler.experimental.stop()
+        self._profiling = False
+        self.profile = None  # once per process
 
 
 class _Checkpoint(keras.callbacks.Callback):
@@ -39,6 +116,40 @@ class _Checkpoint(keras.callbacks.Callback):
         if self.nan_guard.error is None:
             self.manager.save(checkpoint_number=int(self.model.optimizer.iterations.numpy()))
             self.nan_guard.last_checkpoint = self.manager.latest_checkpoint
+
+
+class _KeepBest(keras.callbacks.Callback):
+    """Keeps the weights of the period with the lowest validation loss (TF 2.15's BestExporter's
+    measure) in `folder`, with the score, whole or not at all; a resumed run reads the score back."""
+
+    def __init__(self, folder: str) -> None:
+        super().__init__()
+        self.folder = folder
+        self.best = read_best(folder)
+
+    def on_epoch_end(self, epoch, logs=None):
+        loss = (logs or {}).get("val_loss")
+        if loss is None or not loss < (self.best or {}).get("val_loss", float("inf")):
+            return
+        best = {"step": int(self.model.optimizer.iterations.numpy()), "val_loss": float(loss),
+                "val_accuracy": float(logs.get("val_accuracy", float("nan")))}
+
+        def write(folder: str) -> None:
+            tf.train.Checkpoint(model=self.model).write(os.path.join(folder, "weights"))
+            with open(os.path.join(folder, "score.json"), "w") as stream:
+                json.dump(best, stream)
+
+        atomic.replace_folder(self.folder, write)
+        self.best = best
+
+
+def read_best(folder: str) -> dict | None:
+    """The score `_KeepBest` saved in `folder` (step, val_loss, val_accuracy); None before the first."""
+    try:
+        with open(os.path.join(folder, "score.json")) as stream:
+            return json.load(stream)
+    except FileNotFoundError:
+        return None
 
 
 def train_and_evaluate(run: Run) -> dict:
@@ -55,6 +166,7 @@ def train_and_evaluate(run: Run) -> dict:
         logging.info("Resuming from %s", restored)
     start_step = int(model.optimizer.iterations.numpy())
 
+    run.write_example_images(run.path("logs", "examples"))
     nan_guard, clock = NanGuard(), TrainingClock(run.pipeline.batch_size)
     nan_guard.last_checkpoint = restored
     plan = run.plan
@@ -67,7 +179,9 @@ def train_and_evaluate(run: Run) -> dict:
             validation_data=run.dataset("eval"),
             shuffle=False,  # the builder shuffles; Keras would only warn that it cannot
             callbacks=[nan_guard, clock, _Checkpoint(manager, nan_guard),
-                       keras.callbacks.TensorBoard(run.path("logs"), profile_batch=run.train.profile_steps or 0),
+                       _KeepBest(run.path("best", "weights")),
+                       _TensorBoard(run.path("logs"), run.train.log_every_steps, run.pipeline.batch_size,
+                                    plan.steps_per_execution(run.train.steps_per_execution), run.train.profile_steps),
                        # one row per evaluation period ("epoch"); a resumed run appends
                        keras.callbacks.CSVLogger(run.path("history.csv"), append=True)],
             verbose=1 if sys.stdout.isatty() else 2,
@@ -80,8 +194,18 @@ def train_and_evaluate(run: Run) -> dict:
     test = model.evaluate(test_dataset, return_dict=True, verbose=0)
     features, labels = run.test_examples()
     extra = run.confusion(labels, np.argmax(model.predict(features, verbose=0), axis=-1))
+    best = read_best(run.path("best", "weights"))
+    if best is not None:  # the best period's weights, evaluated and exported beside the last
+        best_model = run.build_model()
+        # The model's weights must all match; the optimizer's slots, also in the file, are not needed here.
+        tf.train.Checkpoint(model=best_model).read(run.path("best", "weights", "weights")).expect_partial() \
+            .assert_existing_objects_matched()
+        best["test_accuracy"] = float(best_model.evaluate(test_dataset, return_dict=True, verbose=0)["accuracy"])
+        extra["best"] = best
     if run.train.export:
         sample = next(iter(test_dataset))[0]
         extra["export_max_abs_difference"] = export_keras_model(model, run.model_dir, sample)
+        if best is not None:
+            export_keras_model(best_model, run.path("best"), sample)
     return run.write_metrics(test, int(model.optimizer.iterations.numpy()), start_step, clock.train_seconds,
                              **extra)

@@ -190,6 +190,22 @@ class Run:
                           plan.steps_per_execution(train.steps_per_execution), train.enable_xla)
         return model
 
+    def write_example_images(self, folder: str, count: int = 6) -> None:
+        """The features of the eval split's first `count` clips as TensorBoard images (`examples/<class>`),
+        time left to right, low bins at the bottom, each scaled to its own range: what the model sees."""
+        if self.pipeline.feature == "waveform":
+            return  # a waveform is no picture
+        features, labels = next(iter(self.dataset("eval")))
+        clips = features[self.pipeline.feature_key][:count]
+        low = tf.reduce_min(clips, axis=[1, 2], keepdims=True)
+        scaled = (clips - low) / tf.maximum(tf.reduce_max(clips, axis=[1, 2], keepdims=True) - low, 1e-6)
+        pictures = tf.reverse(tf.transpose(scaled, [0, 2, 1]), axis=[1])[..., tf.newaxis]  # [n, bins, frames, 1]
+        with tf.summary.create_file_writer(folder).as_default(step=0):
+            for index, (picture, label) in enumerate(zip(pictures, labels[:count].numpy())):
+                tf.summary.image(f"examples/{index}_{self.class_names[label]}", picture[tf.newaxis], step=0,
+                                 description=f"eval clip {index}, class '{self.class_names[label]}': "
+                                             f"{self.pipeline.feature} features")
+
     def test_examples(self) -> tuple[dict, np.ndarray]:
         """The test split in memory, `({feature_key: [n, frames, bins]}, labels [n])`: one pass, so
         features and labels stay paired whatever order the parallel stages gave."""

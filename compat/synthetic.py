@@ -15,6 +15,7 @@ from typing import Callable
 
 import numpy as np
 import soundfile
+from absl import logging
 
 from compat import atomic
 
@@ -93,4 +94,6 @@ def write_dataset(folder: str, clips_per_class: int = CLIPS_PER_CLASS) -> None:
 def ensure_dataset(cache_dir: str) -> str:
     """The dataset's folder, generated (atomically) on first use."""
     final = os.path.join(cache_dir, f"synthetic-v{VERSION}")
+    if not os.path.isdir(final):
+        logging.info("Generating the built-in synthetic dataset into %s (once; later runs reuse it)", final)
     return atomic.publish_folder(final, write_dataset)

@@ -9,6 +9,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from conftest import REPO, run_train, train_in_process
 
@@ -40,7 +41,7 @@ def test_a_short_run_writes_every_output(tiny_data, tmp_path):
     assert metrics["steps"] == 2 * -(-_train_files(tiny_data, tmp_path) // 8)
     assert glob.glob(str(model_dir / "checkpoints" / "ckpt-*.index"))
     assert glob.glob(str(model_dir / "logs" / "train" / "events.out.tfevents.*"))
-    assert glob.glob(str(model_dir / "logs" / "validation" / "events.out.tfevents.*"))
+    assert glob.glob(str(model_dir / "logs" / "eval" / "events.out.tfevents.*"))
     # flags.txt holds what the user set, nothing else: a search started from it keeps its space open.
     given = [*_common(tiny_data, tmp_path), "--epochs=2", f"--model_dir={model_dir}"]
     assert sorted(line.split("=")[0] for line in (model_dir / "flags.txt").read_text().split()) == sorted(
@@ -99,6 +100,59 @@ def test_estimator_mode_writes_the_same_metrics_and_estimator_files(tiny_data, t
     assert history[0].startswith("step,") and len(history) == 3  # one row per evaluation
     assert (model_dir / "confusion_matrix.png").read_bytes().startswith(b"\x89PNG")
     assert set(metrics["per_class_accuracy"]) == set(metrics["class_names"])
+
+
+def _scalar_and_image_tags(folder) -> tuple[set, set]:
+    """The scalar and image tags of a TensorBoard run folder, read with TensorBoard's own reader."""
+    from tensorboard.backend.event_processing import event_accumulator
+
+    reader = event_accumulator.EventAccumulator(str(folder), size_guidance={event_accumulator.TENSORS: 0})
+    reader.Reload()
+    by_plugin = {}
+    for tag in reader.Tags()["tensors"]:
+        metadata = reader.summary_metadata.get(tag)  # none: TF 2.15's checkpoint_path string tensor
+        plugin = metadata.plugin_data.plugin_name if metadata is not None else None
+        by_plugin.setdefault(plugin, set()).add(tag)
+    return by_plugin.get("scalars", set()), by_plugin.get("images", set())
+
+
+def test_both_modes_write_the_same_tensorboard_tags_and_export_the_best_model(tiny_data, tmp_path):
+    runs = {}
+    for mode in ("keras", "estimator"):
+        result = train_in_process(*_common(tiny_data, tmp_path), f"--mode={mode}", "--max_steps=12",
+                                  "--eval_every_steps=3", "--log_every_steps=2", f"--model_dir={tmp_path / mode}")
+        assert result.returncode == 0, result.stderr[-3000:]
+        runs[mode] = json.loads((tmp_path / mode / "metrics.json").read_text())
+    keras_train, _ = _scalar_and_image_tags(tmp_path / "keras" / "logs" / "train")
+    estimator_train, _ = _scalar_and_image_tags(tmp_path / "estimator")
+    assert keras_train == estimator_train == {"loss", "accuracy", "learning_rate", "global_step/sec",
+                                              "examples_per_second"}
+    assert _scalar_and_image_tags(tmp_path / "keras" / "logs" / "eval")[0] == \
+        _scalar_and_image_tags(tmp_path / "estimator" / "eval")[0] == {"loss", "accuracy"}
+    # On one step axis, every --log_every_steps steps: exactly in the Estimator's loop; in Keras mode at the
+    # first compiled call (of steps_per_execution = 3 steps here, the period) that reaches each multiple of 2.
+    from compat.estimator.early_stopping import eval_results_in
+
+    def logged_steps(folder) -> list:
+        return sorted(eval_results_in(glob.glob(str(folder / "events.out.tfevents.*"))))
+
+    assert logged_steps(tmp_path / "estimator") == [2, 4, 6, 8, 10, 12]
+    assert logged_steps(tmp_path / "keras" / "logs" / "train") == [3, 6, 9, 12]
+    for folder in (tmp_path / "keras" / "logs" / "examples", tmp_path / "estimator" / "examples"):
+        assert _scalar_and_image_tags(folder)[1], f"no example images in {folder}"
+
+    # The best period (lowest validation loss) beside the last: scored, exported, and it serves.
+    best = runs["keras"]["best"]
+    assert best["step"] in (3, 6, 9, 12) and 0 <= best["test_accuracy"] <= 1
+    history = (tmp_path / "keras" / "history.csv").read_text().splitlines()
+    losses = [float(row.split(",")[history[0].split(",").index("val_loss")]) for row in history[1:]]
+    assert best["val_loss"] == pytest.approx(min(losses))
+    import tensorflow as tf
+
+    assert tf.saved_model.load(str(tmp_path / "keras" / "best" / "saved_model")).serve is not None
+    assert (tmp_path / "keras" / "best" / "model.keras").is_file()
+    assert runs["estimator"]["best"]["step"] in (3, 6, 9, 12)
+    assert len(os.listdir(tmp_path / "estimator" / "export" / "best")) == 1
 
 
 def test_gpu_switches_train_on_the_cpu_where_they_apply(tiny_data, tmp_path):

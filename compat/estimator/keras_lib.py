@@ -89,6 +89,7 @@ class KerasEstimator(Estimator):
         self._export_outputs = dict(export_outputs or {})
         self._global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         self._last_loss = tf.Variable(float("nan"), trainable=False, name="last_loss")
+        self._examples = tf.Variable(0, dtype=tf.int64, trainable=False, name="examples")  # trained, all replicas
         # The chief writes the model folder; another worker of a cluster saves where TF 2.15 put it,
         # <model_dir>/tmp_worker_<i>, since saving takes part in its replicas' synchronisation.
         checkpoint_dir = self.model_dir if self._config.is_chief else os.path.join(
@@ -266,9 +267,9 @@ class KerasEstimator(Estimator):
         def one_step(element) -> tf.Tensor:
             features, labels = split_features_labels(element)
             inputs, weights = self._inputs_and_weights(features)
-            model.reset_metrics()  # the loss of this step, not a running mean
+            model.reset_metrics()  # the loss and metrics of this step, not running means
             logs = model.train_step((inputs, labels) if weights is None else (inputs, labels, weights))
-            return tf.cast(logs["loss"], tf.float32)
+            return tf.cast(logs["loss"], tf.float32), tf.shape(tf.nest.flatten(labels)[0], out_type=tf.int64)[0]
 
         strategy = self._strategy
 
@@ -279,13 +280,32 @@ class KerasEstimator(Estimator):
             for _ in tf.range(n):
                 element = next(iterator)
                 if strategy is None:
-                    loss = one_step(element)
+                    loss, examples = one_step(element)
                 else:
-                    loss = strategy.reduce("MEAN", strategy.run(one_step, args=(element,)), axis=None)
+                    loss, examples = strategy.run(one_step, args=(element,))
+                    loss = strategy.reduce("MEAN", loss, axis=None)
+                    examples = strategy.reduce("SUM", examples, axis=None)
                 self._last_loss.assign(loss)
+                self._examples.assign_add(examples)
                 self._global_step.assign_add(1)
 
         return train_loop
+
+    def _write_training_summaries(self, writer: tf.summary.SummaryWriter, step: int, loss: float) -> None:
+        """`loss` (TF 2.15's one training tag), then the compiled metrics of the same step (not across
+        workers) and the learning rate: the tags `--mode=keras` writes, so the two overlay in TensorBoard."""
+        model = self._train_model
+        # Reading a metric under MultiWorkerMirroredStrategy is a collective that only this (the chief's)
+        # loop would join: the other tasks' metrics are left out of the summaries there.
+        local_metrics = not isinstance(self._strategy, tf.distribute.MultiWorkerMirroredStrategy)
+        with writer.as_default(step=step):
+            tf.summary.scalar("loss", loss)
+            for name, value in (model.get_metrics_result() if local_metrics else {}).items():
+                if name != "loss" and np.ndim(value) == 0:
+                    tf.summary.scalar(name, float(value))
+            # A constant rate is a variable (mirrored under a strategy); a schedule gives a tensor.
+            rate = model.optimizer.learning_rate
+            tf.summary.scalar("learning_rate", float(tf.convert_to_tensor(getattr(rate, "value", rate))))
 
     def _steps_to_next_boundary(self, step: int, last: int | None, per_step: bool) -> int:
         """Steps until the next checkpoint, summary, log or the last step: one call of the loop."""
@@ -321,7 +341,7 @@ class KerasEstimator(Estimator):
         if runner is not None:
             runner.after_create_session(start)
         saved_step, saved_time = start, time.monotonic()
-        log_time, log_step = time.monotonic(), start
+        log_time, log_step, log_examples = time.monotonic(), start, int(self._examples.numpy())
         step, loss, diverged = start, float("nan"), None
         while not stop and (last is None or step < last):
             wanted = self._steps_to_next_boundary(step, last, per_step=bool(callbacks) or runner is not None)
@@ -348,16 +368,21 @@ class KerasEstimator(Estimator):
                 diverged = TrainingDiverged(step, loss, self.latest_checkpoint())
                 break
             if config.is_chief and config.save_summary_steps and step % config.save_summary_steps == 0:
-                with writer.as_default(step=step):
-                    tf.summary.scalar("loss", loss)
+                self._write_training_summaries(writer, step, loss)
             if config.log_step_count_steps and step % config.log_step_count_steps == 0:
                 now = time.monotonic()
                 rate = (step - log_step) / max(now - log_time, 1e-9)
+                examples = int(self._examples.numpy())
+                examples_rate = (examples - log_examples) / max(now - log_time, 1e-9)
                 logging.info("loss = %g, step = %d (global_step/sec: %g)", loss, step, rate)
+                if last is not None:  # a progress line a terminal user can read: where, how fast, how long
+                    logging.info("step %d of %d (%.0f%%), %.0f examples/s, about %s left", step, last,
+                                 100 * step / max(last, 1), examples_rate, _duration((last - step) / max(rate, 1e-9)))
                 if config.is_chief:
                     with writer.as_default(step=step):
                         tf.summary.scalar("global_step/sec", rate)
-                log_time, log_step = now, step
+                        tf.summary.scalar("examples_per_second", examples_rate)
+                log_time, log_step, log_examples = now, step, examples
             due = (config.save_checkpoints_steps and step - saved_step >= config.save_checkpoints_steps) or (
                 config.save_checkpoints_secs and time.monotonic() - saved_time >= config.save_checkpoints_secs)
             if due:
@@ -574,6 +599,15 @@ def _compile_like(copy: keras.Model, original: keras.Model) -> None:
         optimizer = original.optimizer
         copy.compile(optimizer=type(optimizer).from_config(optimizer.get_config()), loss=original.loss,
                      **arguments)
+
+
+def _duration(seconds: float) -> str:
+    """"42 s", "3:05" or "1:02:09"."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    return f"{minutes}:{seconds:02d}" if minutes < 60 else f"{minutes // 60}:{minutes % 60:02d}:{seconds:02d}"
 
 
 def _load_model(path: str, custom_objects: dict | None) -> keras.Model:
