@@ -209,16 +209,24 @@ def _profile_range(value) -> bool:
 
 
 @flags.validator("model_dir", message=(
-    "--model_dir must be a local folder (or a path where one can be made): a URL such as gs://... is not "
-    "supported (TensorFlow's file systems are not used for model folders yet, and a local folder named 'gs:' "
-    "would be a silent look-alike), and an existing file (or a folder inside one) is not a folder"))
-def _local_model_dir(value: str) -> bool:
+    "--model_dir must be a folder that can be made: a local path, or a URL of one of TensorFlow's file systems "
+    "(gs://, s3://, ram://, ...; installed ones only: a URL of another kind would be written to a local "
+    "look-alike), and not an existing file (or a folder inside one)"))
+def _usable_model_dir(value: str) -> bool:
     if "://" in value:
-        return False
+        import tensorflow as tf  # only for a URL: which file systems this TensorFlow has
+
+        return value.split("://", 1)[0] in tf.io.gfile.get_registered_schemes()
     path = os.path.abspath(value)
     while not os.path.exists(path):  # the nearest part that exists must be a folder
         path = os.path.dirname(path)
     return os.path.isdir(path)
+
+
+@flags.multi_flags_validator(["mode", "model_dir"], message=(
+    "--mode=tune needs a local --model_dir: keras-tuner writes its trials with local file operations"))
+def _tune_locally(values: dict) -> bool:
+    return values["mode"] != "tune" or "://" not in values["model_dir"]
 
 
 _TUNING_FLAGS = ("tuner", "max_trials", "objective", "max_failed_trials", "tune_target")
@@ -260,7 +268,7 @@ def configs_from_flags() -> Configs:
         tune=replace_fields(TuneConfig(), values),
         distribution=replace_fields(DistributionConfig(), values),
         tune_target=FLAGS.tune_target,
-        model_dir=os.path.abspath(FLAGS.model_dir),
+        model_dir=FLAGS.model_dir if "://" in FLAGS.model_dir else os.path.abspath(FLAGS.model_dir),
         mode=FLAGS.mode,
         explicit=frozenset(name for name in FLAGS if FLAGS[name].present),
     )

@@ -158,9 +158,11 @@ def main(argv: list[str]) -> None:
             NoReadableCheckpointError) as error:
         fail(str(error))
     except CheckpointMismatchError as error:
+        import tensorflow as tf
+
         saved = os.path.join(configs.model_dir, "flags.txt")
         fail(f"{error}" + (f"; the flags it was trained with are in {saved} (--flagfile={saved})"
-                           if os.path.exists(saved) else ""))
+                           if tf.io.gfile.exists(saved) else ""))
     except TrainingDiverged as error:
         fail(str(error), exit_code=1)
     except Exception as error:  # a full disk, a file gone or unreadable: one line, not a traceback

@@ -14,6 +14,13 @@ still being written, across hosts and process-id namespaces that share it.
 
 `folder_lock` gives one process a folder (a model folder): a second one is
 refused at once with the first one named.
+
+Model folders may also be on TensorFlow's other file systems (`gs://`, `s3://`,
+`ram://`: `is_remote`), written through `tf.io.gfile`. Those have no rename of
+a folder and no locks, so there a folder is built in a local temporary folder,
+checked, and then copied file by file (each file is whole, since an object
+store writes an object at once), and a model folder is not locked: the README
+says what that leaves open.
 """
 
 from __future__ import annotations
@@ -42,6 +49,48 @@ _UNLOCKED_GRACE_SECONDS = 300
 
 class FolderInUseError(RuntimeError):
     """Another live process holds the folder; the message names it."""
+
+
+def is_remote(path: str) -> bool:
+    """A path on one of TensorFlow's file systems other than the local one (`gs://bucket/run`, `ram://x`)."""
+    return "://" in path and not path.startswith("file://")
+
+
+def _gfile():
+    import tensorflow as tf  # only for remote paths: the rest of this module works without TensorFlow
+
+    return tf.io.gfile
+
+
+def _put(local: str, remote: str) -> None:
+    """Copies a local file to `remote`, replacing what is there. The old file is removed first: writing
+    over it keeps its extra bytes on some of TensorFlow's file systems (ram:// appends)."""
+    gfile = _gfile()
+    if gfile.exists(remote):
+        gfile.remove(remote)
+    with open(local, "rb") as source, gfile.GFile(remote, "wb") as target:
+        shutil.copyfileobj(source, target, 16 << 20)
+
+
+def _upload(final: str, build: Callable[[str], None], replace: bool) -> str:
+    """`build` in a local temporary folder, then copied to the remote `final` (replacing it if `replace`)."""
+    import tempfile
+
+    gfile = _gfile()
+    with tempfile.TemporaryDirectory(prefix=_TEMP_PREFIX) as local:
+        staged = os.path.join(local, os.path.basename(final.rstrip("/")))
+        os.makedirs(staged)
+        build(staged)
+        if gfile.exists(final):
+            if not replace:
+                return final
+            gfile.rmtree(final)
+        for folder, _, names in os.walk(staged):
+            target = final + folder[len(staged):]
+            gfile.makedirs(target)
+            for name in names:
+                _put(os.path.join(folder, name), f"{target}/{name}")
+    return final
 
 
 def _owner() -> str:
@@ -157,6 +206,8 @@ def publish_folder(final: str, build: Callable[[str], None]) -> str:
     `build` returns. If another process published `final` meanwhile, its folder
     is kept and ours discarded: both hold the same content by construction.
     """
+    if is_remote(final):
+        return _upload(final, build, replace=False)
     if os.path.isdir(final):
         return final
     temp = _build(final, build)
@@ -193,6 +244,8 @@ def replace_folder(final: str, build: Callable[[str], None]) -> str:
     version under an aside name, which the next call puts back (or discards once
     the new one is in place). Nothing temporary outlives the next call.
     """
+    if is_remote(final):
+        return _upload(final, build, replace=True)
     _recover_aside(final)
     temp = _build(final, build)
     if os.path.exists(final):
@@ -211,6 +264,14 @@ def write_file(path: str, write: Callable[[str], None]) -> None:
     The temporary path ends with `path`'s name, so writers that go by the
     suffix (`model.save("x.keras")`) accept it.
     """
+    if is_remote(path):
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix=_TEMP_PREFIX) as local:
+            staged = os.path.join(local, os.path.basename(path))
+            write(staged)
+            _put(staged, path)
+        return
     temp = _temp_name(path)
     try:
         write(temp)
@@ -240,6 +301,12 @@ def folder_lock(folder: str) -> Iterator[None]:
     file in the folder that is removed on release (a kill leaves it, unheld).
     Temporaries that earlier, killed processes left in the folder are removed.
     """
+    if is_remote(folder):
+        _gfile().makedirs(folder)
+        logging.warning("%s is not on a local disk: it cannot be locked, so a second run on it is not refused; "
+                        "start one run per folder", folder)
+        yield
+        return
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, _FOLDER_LOCK)
     while True:

@@ -36,6 +36,9 @@ def restore_newest_readable(paths_newest_first: Sequence[str], restore: Callable
         try:
             restore(path)
         except (ValueError, AssertionError) as error:  # Keras/TF report a mismatch as these
+            if "Couldn't find" in str(error):  # ... and a checkpoint whose files are gone as this ValueError
+                failures.append((path, str(error).strip().splitlines()[0]))
+                continue
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise CheckpointMismatchError(
                 f"the checkpoint {path} was written by a different model ({reason}); build the model it was "
@@ -58,7 +61,7 @@ def restore_newest_readable(paths_newest_first: Sequence[str], restore: Callable
 
 
 def _read_every_tensor(path: str) -> None:
-    reader = tf.train.load_checkpoint(path)
+    reader = tf.compat.v1.train.NewCheckpointReader(path)  # this prefix, never "the latest in a folder"
     for name in reader.get_variable_to_dtype_map():
         reader.get_tensor(name)
 

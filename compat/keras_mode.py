@@ -118,6 +118,17 @@ class _Checkpoint(keras.callbacks.Callback):
             self.nan_guard.last_checkpoint = self.manager.latest_checkpoint
 
 
+class _CSVLogger(keras.callbacks.CSVLogger):
+    """Keras' CSVLogger. Its `on_train_end` asks the file whether it is `closed`, which the files of
+    tf.io.gfile (a model folder on gs://, ram://) cannot answer; this one closes it without asking."""
+
+    def on_train_end(self, logs=None):
+        if self.csv_file is not None:
+            self.csv_file.close()
+            self.csv_file = None
+        self.writer = None
+
+
 class _KeepBest(keras.callbacks.Callback):
     """Keeps the weights of the period with the lowest validation loss (TF 2.15's BestExporter's
     measure) in `folder`, with the score, whole or not at all; a resumed run reads the score back."""
@@ -145,11 +156,11 @@ class _KeepBest(keras.callbacks.Callback):
 
 def read_best(folder: str) -> dict | None:
     """The score `_KeepBest` saved in `folder` (step, val_loss, val_accuracy); None before the first."""
-    try:
-        with open(os.path.join(folder, "score.json")) as stream:
-            return json.load(stream)
-    except FileNotFoundError:
+    path = os.path.join(folder, "score.json")
+    if not tf.io.gfile.exists(path):  # tf.io.gfile: the model folder may be on gs://, ram://, ...
         return None
+    with tf.io.gfile.GFile(path) as stream:
+        return json.load(stream)
 
 
 def train_and_evaluate(run: Run) -> dict:
@@ -183,7 +194,7 @@ def train_and_evaluate(run: Run) -> dict:
                        _TensorBoard(run.path("logs"), run.train.log_every_steps, run.pipeline.batch_size,
                                     plan.steps_per_execution(run.train.steps_per_execution), run.train.profile_steps),
                        # one row per evaluation period ("epoch"); a resumed run appends
-                       keras.callbacks.CSVLogger(run.path("history.csv"), append=True)],
+                       _CSVLogger(run.path("history.csv"), append=True)],
             verbose=1 if sys.stdout.isatty() else 2,
         )
     else:

@@ -219,7 +219,7 @@ class Run:
         """Writes `confusion_matrix.png`; returns the matrix (rows: true class) and per-class accuracy."""
         names = self.class_names
         matrix = tf.math.confusion_matrix(labels, predicted, num_classes=len(names)).numpy()
-        charts.confusion_png(self.path("confusion_matrix.png"), matrix, names)
+        atomic.write_file(self.path("confusion_matrix.png"), lambda path: charts.confusion_png(path, matrix, names))
         return {"confusion_matrix": matrix.tolist(),
                 "per_class_accuracy": {name: round(float(matrix[i, i] / max(matrix[i].sum(), 1)), 4)
                                        for i, name in enumerate(names)}}

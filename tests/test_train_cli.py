@@ -227,11 +227,41 @@ def test_an_invalid_flag_value_names_the_flag(tmp_path, monkeypatch):
     assert not (tmp_path / "x").exists()  # refused before anything was written
     (tmp_path / "a-file").write_text("")
     result = train_in_process(f"--model_dir={tmp_path / 'a-file'}")
-    assert result.returncode == 2 and "an existing file (or a folder inside one) is not a folder" in result.stderr
-    monkeypatch.chdir(tmp_path)  # where a look-alike folder "gs:" would appear
-    result = train_in_process("--model_dir=gs://bucket/run")
-    assert result.returncode == 2 and "gs://... is not supported" in result.stderr
-    assert not (tmp_path / "gs:").exists()
+    assert result.returncode == 2 and "not an existing file (or a folder inside one)" in result.stderr
+    monkeypatch.chdir(tmp_path)  # where a look-alike folder "s3:" would appear
+    result = train_in_process("--model_dir=s3://bucket/run")  # a file system this TensorFlow does not have
+    assert result.returncode == 2 and "installed ones only" in result.stderr
+    assert not (tmp_path / "s3:").exists()
+    result = train_in_process("--mode=tune", "--model_dir=ram://search")
+    assert result.returncode == 2 and "--mode=tune needs a local --model_dir" in result.stderr
+
+
+def test_a_model_folder_on_tensorflows_file_systems(tiny_data, tmp_path, monkeypatch):
+    """ram://, TensorFlow's in-memory file system, stands for gs:// and the others: everything the run
+    writes goes through tf.io.gfile, and nothing lands in a local look-alike folder."""
+    import tensorflow as tf
+
+    monkeypatch.chdir(tmp_path)
+    for mode, expected in (("keras", ["checkpoints", "logs/train", "logs/eval", "saved_model/saved_model.pb",
+                                      "model.keras", "best/saved_model/saved_model.pb", "history.csv"]),
+                           ("estimator", ["checkpoint", "eval", "export/final", "export/best", "history.csv"])):
+        model_dir = f"ram://runs/{mode}"
+        common = [*_common(tiny_data, tmp_path), f"--mode={mode}", "--max_steps=6", "--eval_every_steps=3",
+                  "--log_every_steps=3", f"--model_dir={model_dir}"]
+        result = train_in_process(*common, "--max_steps=3")
+        assert result.returncode == 0, result.stderr[-3000:]
+        result = train_in_process(*common)  # resumes from the checkpoint in ram://
+        assert result.returncode == 0, result.stderr[-3000:]
+        with tf.io.gfile.GFile(f"{model_dir}/metrics.json") as stream:
+            metrics = json.load(stream)
+        assert metrics["steps"] == 6 and metrics["resumed_from_step"] == 3
+        for name in [*expected, "flags.txt", "confusion_matrix.png"]:
+            assert tf.io.gfile.exists(f"{model_dir}/{name}"), f"{model_dir}/{name}"
+        with tf.io.gfile.GFile(f"{model_dir}/flags.txt") as stream:
+            assert f"--model_dir={model_dir}" in stream.read()
+    served = tf.saved_model.load("ram://runs/keras/saved_model")
+    assert served.serve({"audio": tf.zeros([1, 48, 40])}).shape == (1, 3)
+    assert not [name for name in os.listdir(tmp_path) if name.startswith("ram")]  # no local look-alike
 
 
 def test_missing_or_empty_data_dir_is_a_clear_error(tmp_path):

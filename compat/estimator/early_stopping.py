@@ -15,7 +15,6 @@ of the best one; evaluations before `min_steps` are ignored.
 from __future__ import annotations
 
 import collections
-import glob
 import operator
 import os
 from typing import Callable
@@ -26,7 +25,7 @@ from absl import logging
 
 def read_eval_metrics(eval_dir: str) -> "collections.OrderedDict[int, dict]":
     """`{global_step: {metric: value}}` from the event files in `eval_dir`, in step order."""
-    return eval_results_in(sorted(glob.glob(os.path.join(eval_dir, "*.tfevents.*"))))
+    return eval_results_in(sorted(tf.io.gfile.glob(os.path.join(eval_dir, "*.tfevents.*"))))
 
 
 def eval_results_in(paths) -> "collections.OrderedDict[int, dict]":

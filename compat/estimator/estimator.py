@@ -171,7 +171,7 @@ def timestamped_dir(base: str) -> str:
     """`<base>/<int(time.time())>`, a second later while that name is taken, as TF 2.15."""
     for attempt in range(10):
         path = os.path.join(base, str(int(time.time())))
-        if not os.path.exists(path):
+        if not tf.io.gfile.exists(path):  # tf.io.gfile: model folders may be on gs://, ram://, ...
             return path
         logging.warning("Directory %s already exists; retrying (attempt %d/10)", path, attempt + 1)
         time.sleep(1)
@@ -212,7 +212,7 @@ class Estimator:
     def _init_common(self, model_dir: str | None, config: RunConfig | None, params: dict | None) -> None:
         self._config = (config or RunConfig()).with_model_dir(model_dir)
         self._params = dict(params or {})
-        os.makedirs(self.model_dir, exist_ok=True)
+        tf.io.gfile.makedirs(self.model_dir)
 
     # -- properties, as tf.estimator ------------------------------------------
     @property

@@ -6,11 +6,10 @@ Each writes SavedModels under `<model_dir>/export/<name>/<timestamp>` through
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 from typing import Callable
 
+import tensorflow as tf
 from absl import logging
 
 from compat.estimator.early_stopping import eval_results_in
@@ -51,9 +50,9 @@ def _prune(export_path: str, keep: int | None) -> None:
     """Keeps the newest `keep` exports (timestamp-named folders)."""
     if keep is None:
         return
-    exports = sorted((int(name) for name in os.listdir(export_path) if name.isdigit()))
+    exports = sorted((int(name.rstrip("/")) for name in tf.io.gfile.listdir(export_path) if name.rstrip("/").isdigit()))
     for stamp in exports[:-keep] if keep else exports:
-        shutil.rmtree(os.path.join(export_path, str(stamp)), ignore_errors=True)
+        tf.io.gfile.rmtree(os.path.join(export_path, str(stamp)))
 
 
 class LatestExporter(Exporter):
@@ -99,7 +98,7 @@ class BestExporter(Exporter):
 
     def _best_in_event_files(self, model_dir: str) -> dict | None:
         best = None
-        paths = sorted(glob.glob(os.path.join(model_dir, self._event_file_pattern)))
+        paths = sorted(tf.io.gfile.glob(os.path.join(model_dir, self._event_file_pattern)))
         for result in eval_results_in(paths).values():
             if best is None or self._compare_fn(best_eval_result=best, current_eval_result=result):
                 best = result

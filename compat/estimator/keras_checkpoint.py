@@ -120,7 +120,9 @@ def _restore_keras2(model: keras.Model, global_step: tf.Variable, path: str, sto
 
 def restore(model: keras.Model, global_step: tf.Variable, path: str) -> None:
     """Loads `path` into the model, its optimizer and the global step, whichever layout wrote it."""
-    stored = dict(tf.train.list_variables(path))
+    # The reader of this exact prefix: list_variables first asks whether the path is a folder, which on
+    # ram:// is true of any prefix of a file's name (model.ckpt-3 of model.ckpt-3.index).
+    stored = tf.compat.v1.train.NewCheckpointReader(path).get_variable_to_shape_map()
     if _KERAS2_GLOBAL_STEP in stored:
         _restore_keras2(model, global_step, path, stored)
     elif any(name.startswith("model/") for name in stored) and _FIRST_LAYOUT_GLOBAL_STEP in stored:

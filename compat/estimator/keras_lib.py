@@ -122,7 +122,7 @@ class KerasEstimator(Estimator):
         statistics restarted from zero; here the in-memory model keeps all.
         """
         keras_dir = os.path.join(self.model_dir, "keras")
-        os.makedirs(keras_dir, exist_ok=True)
+        tf.io.gfile.makedirs(keras_dir)
         keras_checkpoint.write_weights(self._train_model, self._global_step, os.path.join(keras_dir, "keras_model.ckpt"))
 
     def _restore(self, checkpoint_path: str | None = None, model: keras.Model | None = None) -> int:
