@@ -213,6 +213,7 @@ def _profile_range(value) -> bool:
     "(gs://, s3://, ram://, ...; installed ones only: a URL of another kind would be written to a local "
     "look-alike), and not an existing file (or a folder inside one)"))
 def _usable_model_dir(value: str) -> bool:
+    value = _local_path(value)
     if "://" in value:
         import tensorflow as tf  # only for a URL: which file systems this TensorFlow has
 
@@ -226,7 +227,7 @@ def _usable_model_dir(value: str) -> bool:
 @flags.multi_flags_validator(["mode", "model_dir"], message=(
     "--mode=tune needs a local --model_dir: keras-tuner writes its trials with local file operations"))
 def _tune_locally(values: dict) -> bool:
-    return values["mode"] != "tune" or "://" not in values["model_dir"]
+    return values["mode"] != "tune" or "://" not in _local_path(values["model_dir"])
 
 
 _TUNING_FLAGS = ("tuner", "max_trials", "objective", "max_failed_trials", "tune_target")
@@ -244,6 +245,17 @@ class Configs:
     model_dir: str
     mode: str
     explicit: frozenset  # flags given on the command line or in a flagfile: fixed in a search
+
+
+def _local_path(value: str) -> str:
+    """`file:///x` is the local path `/x`: written with local file operations, never as a folder `file:`."""
+    return value[len("file://"):] if value.startswith("file://") else value
+
+
+def _model_dir(value: str) -> str:
+    """A URL of another of TensorFlow's file systems as given; a local path made absolute."""
+    value = _local_path(value)
+    return value if "://" in value else os.path.abspath(value)
 
 
 def data_source() -> DataSource:
@@ -268,7 +280,7 @@ def configs_from_flags() -> Configs:
         tune=replace_fields(TuneConfig(), values),
         distribution=replace_fields(DistributionConfig(), values),
         tune_target=FLAGS.tune_target,
-        model_dir=FLAGS.model_dir if "://" in FLAGS.model_dir else os.path.abspath(FLAGS.model_dir),
+        model_dir=_model_dir(FLAGS.model_dir),
         mode=FLAGS.mode,
         explicit=frozenset(name for name in FLAGS if FLAGS[name].present),
     )

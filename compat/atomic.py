@@ -53,7 +53,7 @@ class FolderInUseError(RuntimeError):
 
 def is_remote(path: str) -> bool:
     """A path on one of TensorFlow's file systems other than the local one (`gs://bucket/run`, `ram://x`)."""
-    return "://" in path and not path.startswith("file://")
+    return "://" in path  # train.py turns file:// into a local path
 
 
 def _gfile():
@@ -72,8 +72,22 @@ def _put(local: str, remote: str) -> None:
         shutil.copyfileobj(source, target, 16 << 20)
 
 
+# Files that make a folder readable: copied last, so a copy cut short leaves a folder nothing loads (a
+# SavedModel without saved_model.pb, a checkpoint without its index, a best model without its score).
+_COMPLETES_A_FOLDER = ("saved_model.pb", "fingerprint.pb", "score.json", "checkpoint")
+
+
+def _copy_order(name: str) -> bool:
+    return name in _COMPLETES_A_FOLDER or name.endswith(".index")
+
+
 def _upload(final: str, build: Callable[[str], None], replace: bool) -> str:
-    """`build` in a local temporary folder, then copied to the remote `final` (replacing it if `replace`)."""
+    """`build` in a local temporary folder, then copied to the remote `final` (replacing it if `replace`).
+
+    Not whole-or-nothing (no folder rename there): the old folder goes first and
+    the files that make the new one readable come last, so a kill leaves a
+    folder that fails to load, never one that loads half old, half new.
+    """
     import tempfile
 
     gfile = _gfile()
@@ -85,11 +99,11 @@ def _upload(final: str, build: Callable[[str], None], replace: bool) -> str:
             if not replace:
                 return final
             gfile.rmtree(final)
-        for folder, _, names in os.walk(staged):
+        files = [(folder, name) for folder, _, names in os.walk(staged) for name in names]
+        for folder, name in sorted(files, key=lambda entry: _copy_order(entry[1])):
             target = final + folder[len(staged):]
             gfile.makedirs(target)
-            for name in names:
-                _put(os.path.join(folder, name), f"{target}/{name}")
+            _put(os.path.join(folder, name), f"{target}/{name}")
     return final
 
 

@@ -313,7 +313,9 @@ def through_disk_cache(
     callers may read only in part (evaluation with `steps`). `describe()` gives
     the entry's description once the pass is done, with `examples` and
     `elements`, the number of elements the pass handed on: an entry is
-    published only if exactly that many were written.
+    published only if every segment those elements fill was written whole;
+    otherwise the pass stops with an error (an evaluation split written now
+    goes on without the cache instead, `CacheUnavailableError`).
     """
     final = os.path.join(_entries_dir(cache_dir), key)
     if os.path.isdir(final):
@@ -357,7 +359,9 @@ def through_disk_cache(
         problem = _incomplete(temp, math.ceil(meta["elements"] / per_segment))
         if problem:  # a failed write (a full disk) can look like the end of a segment to the pass
             logging.warning("Dataset cache entry %s not published: %s", key, problem)
-            return
+            # Stops the pass: its later epochs would replay the segments that were written, a part of the split.
+            raise OSError(f"the dataset cache entry {key} ({split} split) was not written whole ({problem}); a "
+                          "write failed, e.g. on a full disk. Free space, or use --cache=none")
         _publish(temp, final, meta)
 
     written = _write_segments(build(), temp, per_segment)
@@ -367,7 +371,12 @@ def through_disk_cache(
         logging.info("Dataset cache miss (%s split): writing %s while reading", split, key)
         return CachedSplit(written, temp, None)
     logging.info("Dataset cache miss (%s split): writing %s now", split, key)
-    written.reduce(0, lambda count, _: count)
+    try:
+        written.reduce(0, lambda count, _: count)
+    except tf.errors.OpError as error:  # a write failed (a full disk): this split goes on without the cache
+        atomic.remove_own(temp)
+        raise CacheUnavailableError(f"the {split} split could not be cached in {cache_dir}: "
+                                    f"{str(error).strip().splitlines()[0]}") from error
     atomic.remove_own(temp)  # published as hard links (or copies): the temporary files are spare
     return through_disk_cache(cache_dir, key, build, elements, describe, complete_now, written_now=True, split=split)
 

@@ -44,8 +44,6 @@ def train_and_evaluate(run: Run) -> dict | None:
     # The last model, and the one with the lowest validation loss so far (TF 2.15's BestExporter, one kept).
     exporters = [estimator.FinalExporter("final"), estimator.BestExporter("best", exports_to_keep=1)] \
         if run.train.export else []
-    if run_config.is_chief:
-        run.write_example_images(run.path("examples"))
     train_started = time.perf_counter()
     estimator.train_and_evaluate(est, estimator.TrainSpec(run.input_fn("train"), max_steps=plan.max_steps),
                                  estimator.EvalSpec(run.input_fn("eval"), steps=None, throttle_secs=0,
@@ -53,6 +51,9 @@ def train_and_evaluate(run: Run) -> dict | None:
     train_seconds = time.perf_counter() - train_started
     if not run_config.is_chief:
         return None
+    # After training: a folder whose checkpoint is another model's is refused before anything is written.
+    if not start_step:  # once per model folder, at its first run
+        run.write_example_images(run.path("examples"))
     test = est.evaluate(run.input_fn("test"), name="test")
     cluster = run_config.cluster_spec.as_dict()
     if cluster and "evaluator" not in cluster:  # in a cluster the evaluator exports; without one, the chief

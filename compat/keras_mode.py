@@ -157,7 +157,8 @@ class _KeepBest(keras.callbacks.Callback):
 def read_best(folder: str) -> dict | None:
     """The score `_KeepBest` saved in `folder` (step, val_loss, val_accuracy); None before the first."""
     path = os.path.join(folder, "score.json")
-    if not tf.io.gfile.exists(path):  # tf.io.gfile: the model folder may be on gs://, ram://, ...
+    # tf.io.gfile: the model folder may be on gs://, ram://; the weights' index too, in case a copy was cut short
+    if not (tf.io.gfile.exists(path) and tf.io.gfile.exists(os.path.join(folder, "weights.index"))):
         return None
     with tf.io.gfile.GFile(path) as stream:
         return json.load(stream)
@@ -177,7 +178,8 @@ def train_and_evaluate(run: Run) -> dict:
         logging.info("Resuming from %s", restored)
     start_step = int(model.optimizer.iterations.numpy())
 
-    run.write_example_images(run.path("logs", "examples"))
+    if not restored:  # once per model folder, at its first run
+        run.write_example_images(run.path("logs", "examples"))
     nan_guard, clock = NanGuard(), TrainingClock(run.pipeline.batch_size)
     nan_guard.last_checkpoint = restored
     plan = run.plan

@@ -128,7 +128,7 @@ def list_class_folders(root: str) -> list[LabelledFile]:
     for label in sorted(entry.name for entry in os.scandir(root) if entry.is_dir()):
         folder_of_label = os.path.join(root, label)
         target = os.path.realpath(folder_of_label)
-        if real_root == target or real_root.startswith(target + os.sep):
+        if os.path.commonpath([real_root, target]) == target:  # the data folder itself, or above it
             raise DataSourceError(f"class folder '{folder_of_label}' is a link back to '{target}', which holds the "
                                   "data folder (a loop); remove the link or point it at a folder of audio files")
         found = len(files)
@@ -200,7 +200,7 @@ def list_manifest(manifest: str) -> list[LabelledFile]:
         split = cells[2] if len(cells) > 2 and cells[2] else None
         if split is not None and split not in ("train", "eval", "test"):
             raise DataSourceError(f"{where}: split '{split}' must be train, eval or test (or empty)")
-        labelled = LabelledFile(path, cells[1], os.path.normpath(cells[0]), split)
+        labelled = LabelledFile(path, cells[1], cells[0], split)
         if path in first_seen:
             earlier_line, earlier = first_seen[path]
             if (earlier.label, earlier.split) != (labelled.label, labelled.split):
@@ -208,6 +208,7 @@ def list_manifest(manifest: str) -> list[LabelledFile]:
                     f"{where}: '{cells[0]}' was listed at line {earlier_line} with label '{earlier.label}' and split "
                     f"'{earlier.split or '(hashed)'}'; a file belongs to one label and one split. Keep one row")
             repeated.append(cells[0])
+            labelled = earlier  # however it is spelled, a hashed split puts the file where its first row went
         else:
             first_seen[path] = (line, labelled)
         files.append(labelled)
