@@ -214,7 +214,7 @@ def _profile_range(value) -> bool:
     "look-alike), and not an existing file (or a folder inside one)"))
 def _usable_model_dir(value: str) -> bool:
     value = _local_path(value)
-    if "://" in value:
+    if atomic.is_remote(value):
         import tensorflow as tf  # only for a URL: which file systems this TensorFlow has
 
         return value.split("://", 1)[0] in tf.io.gfile.get_registered_schemes()
@@ -227,7 +227,7 @@ def _usable_model_dir(value: str) -> bool:
 @flags.multi_flags_validator(["mode", "model_dir"], message=(
     "--mode=tune needs a local --model_dir: keras-tuner writes its trials with local file operations"))
 def _tune_locally(values: dict) -> bool:
-    return values["mode"] != "tune" or "://" not in _local_path(values["model_dir"])
+    return values["mode"] != "tune" or not atomic.is_remote(_local_path(values["model_dir"]))
 
 
 _TUNING_FLAGS = ("tuner", "max_trials", "objective", "max_failed_trials", "tune_target")
@@ -255,7 +255,7 @@ def _local_path(value: str) -> str:
 def _model_dir(value: str) -> str:
     """A URL of another of TensorFlow's file systems as given; a local path made absolute."""
     value = _local_path(value)
-    return value if "://" in value else os.path.abspath(value)
+    return value if atomic.is_remote(value) else os.path.abspath(value)
 
 
 def data_source() -> DataSource:

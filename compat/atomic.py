@@ -53,7 +53,7 @@ class FolderInUseError(RuntimeError):
 
 def is_remote(path: str) -> bool:
     """A path on one of TensorFlow's file systems other than the local one (`gs://bucket/run`, `ram://x`)."""
-    return "://" in path  # train.py turns file:// into a local path
+    return "://" in path  # flags.py turns file:// into a local path before a path gets here
 
 
 def _gfile():
