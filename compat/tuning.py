@@ -185,6 +185,29 @@ def make_tuner(hypermodel: AudioHyperModel, config: TuneConfig, seed: int, direc
     return keras_tuner.GridSearch(hypermodel, max_trials=config.max_trials, **common)
 
 
+def resume_whole(tuner) -> None:
+    """A resumed search keeps every trial that ended and reruns only those that did not.
+
+    Two windows in keras-tuner 1.4 lose finished work when a search is killed
+    in them. A tuner reloads its oracle only when its own `<tuner_id>.json`
+    exists, which is first written after the first trial ended: a kill before
+    that started the search afresh and overwrote trial 0. And `Oracle.end_trial`
+    saves oracle.json while the ended trial is still listed as ongoing, so a
+    kill right after it made the reload queue that finished trial for a retry.
+    Here the oracle is reloaded whenever oracle.json exists, and trials that
+    trial.json records as ended are taken off the retry queue (which has no
+    public accessor).
+    """
+    oracle = tuner.oracle
+    tuner_state = os.path.join(tuner.project_dir, f"{tuner.tuner_id}.json")
+    if not os.path.exists(tuner_state) and os.path.exists(os.path.join(tuner.project_dir, "oracle.json")):
+        oracle.reload()
+    ended = {trial_id for trial_id, trial in oracle.trials.items()
+             if trial.status in (keras_tuner.engine.trial.TrialStatus.COMPLETED,
+                                 keras_tuner.engine.trial.TrialStatus.FAILED)}
+    oracle._retry_queue = [trial_id for trial_id in oracle._retry_queue if trial_id not in ended]
+
+
 def is_tuning_worker() -> bool:
     """True in a worker of keras-tuner's distributed search (KERASTUNER_TUNER_ID=tuner0, ...).
 
@@ -279,6 +302,8 @@ def search(run: Run, config: TuneConfig, fixed: frozenset[str]) -> dict:
     os.makedirs(folder, exist_ok=True)
     hypermodel = AudioHyperModel(run, fixed, config.objective)
     tuner = make_tuner(hypermodel, config, run.train.seed, folder)
+    if not is_tuning_worker():
+        resume_whole(tuner)
     tuner.search(callbacks=[keras.callbacks.TensorBoard(os.path.join(folder, "logs"))])
     if is_tuning_worker():
         return {"worker": os.environ["KERASTUNER_TUNER_ID"]}  # the chief holds the results

@@ -66,6 +66,25 @@ def run_train(*flags: str, timeout: int = 600, env: dict | None = None):
                           capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
 
 
+def start_paused(point: str, program: str, *args: str, install: bool = False, stderr_to=None, **popen):
+    """Starts `program` under tests/helpers/pause.py and returns it once it holds still at `point`
+    (`checkpoint:STEP` or `trial:N`): a kill or a Ctrl-C sent then lands there, not wherever a
+    polling loop happened to notice progress. Its stderr goes to the file `stderr_to` (else nowhere)."""
+    import subprocess
+
+    command = [sys.executable, os.path.join(HELPERS, "pause.py"), *(["--install"] if install else []), point,
+               program, *args]
+    popen.setdefault("cwd", REPO)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
+                               stderr=open(stderr_to, "w") if stderr_to else subprocess.DEVNULL, **popen)
+    for line in process.stdout:
+        if line.startswith("paused after "):
+            return process
+    process.wait()
+    error = open(stderr_to).read()[-3000:] if stderr_to else ""
+    raise AssertionError(f"{program} ended (exit {process.returncode}) before it reached {point}\n{error}")
+
+
 @dataclasses.dataclass
 class Result:
     returncode: int

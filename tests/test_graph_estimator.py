@@ -4,6 +4,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -12,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 import compat.estimator as estimator
-from conftest import HELPERS, REPO
+from conftest import HELPERS, REPO, start_paused
 
 FIXTURES = os.path.join(REPO, "..", "shared", "fixtures", "tf215")
 RNG = np.random.default_rng(0)
@@ -127,7 +128,7 @@ def test_a_model_fn_returning_the_wrong_thing_gets_a_named_error(tmp_path, mode,
 
 class Recorder(estimator.SessionRunHook):
     def __init__(self, stop_at=None):
-        self.calls, self.steps, self.stop_at = [], [], stop_at
+        self.calls, self.steps, self.fetched, self.stop_at = [], [], [], stop_at
 
     def begin(self):
         self.calls.append("begin")
@@ -142,8 +143,12 @@ class Recorder(estimator.SessionRunHook):
 
     def after_run(self, run_context, run_values):
         self.calls.append("after_run")
-        self.steps.append(int(run_values.results["step"]))
-        if self.stop_at is not None and run_values.results["step"] + 1 >= self.stop_at:
+        # A read in a run of its own comes after the step's increment. The fetch made beside the train op is
+        # not ordered with that increment (in TF 2.15 too): it may hold the value before or after it.
+        step = int(run_context.session.run(self.step))
+        self.steps.append(step)
+        self.fetched.append(int(run_values.results["step"]) in (step - 1, step))
+        if self.stop_at is not None and step >= self.stop_at:
             run_context.request_stop()
 
     def end(self, session):
@@ -155,7 +160,7 @@ def test_session_run_hooks_are_called_in_order_and_can_stop_training(tmp_path):
     hook = Recorder()
     est.train(input_fn(), steps=3, hooks=[hook])
     assert hook.calls == ["begin", "after_create_session", *["before_run", "after_run"] * 3, "end"]
-    assert hook.steps == [0, 1, 2]  # the global step before each run's increment, as TF 2.15
+    assert hook.steps == [1, 2, 3] and hook.fetched == [True] * 3  # SessionRunArgs' fetches arrive in after_run
     stopper = Recorder(stop_at=5)
     est.train(input_fn(), steps=100, hooks=[stopper])
     assert est.latest_checkpoint().endswith("model.ckpt-5")  # the final checkpoint of a stopped run
@@ -181,6 +186,19 @@ def test_stock_hooks_and_a_nan_loss_behave_as_tf_2_15(tmp_path, caplog):
         logged.train(input_fn(), hooks=[estimator.LoggingTensorHook({"the_step": "global_step:0"}, every_n_iter=2),
                                         estimator.StopAtStepHook(last_step=4)])
     assert logged.get_variable_value("global_step") == 4 and "the_step" in caplog.text
+
+
+def test_the_logged_step_is_the_step_that_ran(tmp_path, caplog):
+    est = make(tmp_path, log_step_count_steps=2)
+    level = tf.get_logger().level
+    tf.get_logger().setLevel("INFO")
+    try:
+        with caplog.at_level("INFO"):
+            est.train(input_fn(), steps=5)
+    finally:
+        tf.get_logger().setLevel(level)
+    logged = [int(line.split("step = ")[1].split()[0]) for line in caplog.messages if "step = " in line]
+    assert logged == [0, 2, 4]  # read after the train op, never the racing fetch beside it
 
 
 def test_stop_if_no_decrease_hook_ends_train_and_evaluate_as_tf_2_15(tmp_path):
@@ -454,19 +472,14 @@ def test_install_resolves_the_tf_estimator_names_legacy_programs_use(installed):
 
 
 def test_a_model_fn_program_resumes_after_kill_9(tmp_path):
-    command = [sys.executable, "-c", "import compat.estimator, runpy, sys; compat.estimator.install(); "
-               "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
-               os.path.join(HELPERS, "legacy_model_fn_program.py"), str(tmp_path / "run")]
-    import signal
-    import time
-
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
-    while not glob.glob(str(tmp_path / "run" / "model.ckpt-100.index")) and time.time() < deadline:
-        assert process.poll() is None
-        time.sleep(0.1)
-    process.send_signal(signal.SIGKILL)
+    program = os.path.join(HELPERS, "legacy_model_fn_program.py")
+    process = start_paused("checkpoint:100", program, str(tmp_path / "run"), install=True)
+    process.send_signal(signal.SIGKILL)  # held just after its checkpoint at step 100 was written
     process.wait()
+    assert tf.train.latest_checkpoint(str(tmp_path / "run")).endswith("model.ckpt-100")
+    command = [sys.executable, "-c", "import compat.estimator, runpy, sys; compat.estimator.install(); "
+               "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')", program,
+               str(tmp_path / "run")]
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1])["global_step"] == 400

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import keras
 import numpy as np
@@ -15,7 +14,7 @@ import tensorflow as tf
 
 import compat.estimator as estimator
 from compat.estimator import keras_checkpoint
-from conftest import HELPERS, REPO
+from conftest import HELPERS, REPO, start_paused
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((256, 8)).astype("float32")
@@ -320,25 +319,19 @@ def test_a_legacy_training_script_runs_unchanged_after_install(tmp_path, install
 
 
 def test_kill_9_then_train_and_evaluate_resumes(tmp_path):
-    command = [sys.executable, os.path.join(HELPERS, "legacy_estimator_script.py"), str(tmp_path), "slow"]
+    script = os.path.join(HELPERS, "legacy_estimator_script.py")
     env = {**os.environ, "PYTHONPATH": REPO}
+    process = start_paused("checkpoint:20", script, str(tmp_path), install=True, env=env)
+    process.send_signal(signal.SIGKILL)  # held just after its checkpoint at step 20 was written
+    process.wait()
+    assert steps_in(tmp_path)[-1] == 20
     prelude = ["-c", "import compat.estimator; compat.estimator.install(); import runpy, sys; "
                      "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"]
-    process = subprocess.Popen([sys.executable, *prelude, *command[1:]], env=env, cwd=REPO,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
-    while 20 not in steps_in(tmp_path) and time.time() < deadline:
-        assert process.poll() is None
-        time.sleep(0.1)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    killed_at = steps_in(tmp_path)[-1]
-    assert 20 <= killed_at < 60
-    result = subprocess.run([sys.executable, *prelude, *command[1:]], env=env, cwd=REPO,
+    result = subprocess.run([sys.executable, *prelude, script, str(tmp_path)], env=env, cwd=REPO,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert steps_in(tmp_path)[-1] == 60 and "'global_step': np.int64(60)" in result.stdout  # TF 2.15's types
-    assert f"first step {killed_at + 1}\n" in result.stdout  # resumed from the last checkpoint, not step 0
+    assert "first step 21\n" in result.stdout  # resumed from the last checkpoint, not step 0
 
 
 def test_loss_is_the_mean_of_batch_losses_and_extra_features_are_ignored(tmp_path):

@@ -6,12 +6,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
-from conftest import REPO, run_train, train_in_process
+from conftest import REPO, run_train, start_paused, train_in_process
 
 TINY = ["--clip_seconds=0.5", "--batch_size=8", "--model=cnn", "--width=4", "--depth=1",
         "--crop_margin_ms=50", "--time_shift_ms=50"]
@@ -168,17 +167,14 @@ def test_gpu_switches_train_on_the_cpu_where_they_apply(tiny_data, tmp_path):
 
 def test_ctrl_c_says_where_the_run_stopped_and_exits_130(tiny_data, tmp_path):
     model_dir = tmp_path / "run"
-    command = [sys.executable, os.path.join(REPO, "train.py"), *_common(tiny_data, tmp_path),
-               "--max_steps=600", "--eval_every_steps=6", "--noexport", f"--model_dir={model_dir}"]
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 240
-    while not glob.glob(str(model_dir / "checkpoints" / "ckpt-12.index")) and time.time() < deadline:
-        assert process.poll() is None, "training ended before it could be interrupted"
-        time.sleep(0.2)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
+    process = start_paused("checkpoint:12", os.path.join(REPO, "train.py"), *_common(tiny_data, tmp_path),
+                           "--max_steps=60", "--eval_every_steps=6", "--noexport", f"--model_dir={model_dir}",
+                           stderr_to=tmp_path / "stderr.txt")
+    process.send_signal(signal.SIGINT)  # held just after its checkpoint at step 12 was written
+    process.wait(timeout=120)
+    err = (tmp_path / "stderr.txt").read_text()
     assert process.returncode == 130, err[-3000:]
-    assert "interrupted" in err and "its last checkpoint is at step" in err and "The same command resumes" in err
+    assert "interrupted" in err and "its last checkpoint is at step 12" in err and "The same command resumes" in err
 
 
 def test_flagfile_round_trip_and_later_flags_override(tiny_data, tmp_path):
@@ -194,23 +190,23 @@ def test_flagfile_round_trip_and_later_flags_override(tiny_data, tmp_path):
         (first / "metrics.json").read_text())["steps"]
 
 
-def test_kill_9_then_the_same_command_resumes(tiny_data, tmp_path):
+@pytest.mark.parametrize("mode", ["keras", "estimator"])
+def test_kill_9_then_the_same_command_resumes(tiny_data, tmp_path, mode):
     model_dir = tmp_path / "run"
-    command = [sys.executable, os.path.join(REPO, "train.py"), *_common(tiny_data, tmp_path),
-               "--max_steps=60", "--eval_every_steps=6", "--noexport", f"--model_dir={model_dir}"]
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
-    while not glob.glob(str(model_dir / "checkpoints" / "ckpt-12.index")) and time.time() < deadline:
-        assert process.poll() is None, "training ended before it could be killed"
-        time.sleep(0.2)
-    process.send_signal(signal.SIGKILL)
+    flags = [*_common(tiny_data, tmp_path), f"--mode={mode}", "--max_steps=60", "--eval_every_steps=6",
+             "--noexport", f"--model_dir={model_dir}"]
+    process = start_paused("checkpoint:12", os.path.join(REPO, "train.py"), *flags)
+    process.send_signal(signal.SIGKILL)  # held just after its checkpoint at step 12 was written
     process.wait()
     assert not (model_dir / "metrics.json").exists()
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, os.path.join(REPO, "train.py"), *flags], cwd=REPO,
+                            capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = json.loads((model_dir / "metrics.json").read_text())
-    assert metrics["steps"] == 60 and metrics["resumed_from_step"] >= 12
-    assert len(glob.glob(str(model_dir / "checkpoints" / "ckpt-*.index"))) == 3  # keep_checkpoints
+    assert metrics["steps"] == 60 and metrics["resumed_from_step"] == 12
+    checkpoints = "checkpoints/ckpt-*.index" if mode == "keras" else "model.ckpt-*.index"
+    assert len(glob.glob(str(model_dir / checkpoints))) == 3  # --keep_checkpoints
+    assert not [name for name in os.listdir(model_dir) if name.startswith(".tmp-") or name.endswith(".lock")]
 
 
 def test_an_invalid_flag_value_names_the_flag(tmp_path, monkeypatch):
@@ -314,13 +310,3 @@ def test_a_truncated_latest_checkpoint_falls_back_to_the_previous_one(tiny_data,
         assert metrics["steps"] == 9, (mode, metrics)
 
 
-def test_kill_9_at_random_moments_every_mode_resumes_to_its_planned_step(tmp_path):
-    """bench/faults.py with 2 kill points per mode (the script runs 10 and prints the table)."""
-    out = tmp_path / "faults.json"
-    result = subprocess.run([sys.executable, os.path.join(REPO, "bench", "faults.py"), "--kills=2",
-                             "--modes=keras,estimator,model_fn", f"--json={out}"],
-                            capture_output=True, text=True, timeout=900, cwd=REPO)
-    assert result.returncode == 0, result.stderr[-3000:]
-    for row in json.loads(out.read_text()):
-        assert row["finished"] == row["exact"] == row["resumed"] == row["metrics"] == 2, row
-        assert row["left"] == 0 and not row["failures"], row

@@ -6,10 +6,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 
-from conftest import REPO, run_train, train_in_process
+from conftest import REPO, run_train, start_paused, train_in_process
 
 # Everything in the search space but frame_length_ms, fixed on the command line.
 FIXED = ["--batch_size=8", "--shuffle_buffer=64", "--n_mels=20", "--time_shift_ms=50", "--noise_stddev=0.05",
@@ -70,18 +69,15 @@ def test_a_failing_trial_is_recorded_and_the_search_finishes(tiny_data, tmp_path
 
 def test_an_interrupted_search_resumes_without_rerunning_finished_trials(tiny_data, tmp_path):
     model_dir = tmp_path / "run"
-    command = [sys.executable, os.path.join(REPO, "train.py"), *_common(tiny_data, tmp_path), *FIXED[:-1],
-               "--max_trials=3", f"--model_dir={model_dir}"]
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    first = model_dir / "tuning" / "search" / "trial_0" / "trial.json"
-    deadline = time.time() + 300
-    while not (first.exists() and '"COMPLETED"' in first.read_text()) and time.time() < deadline:
-        assert process.poll() is None, "the search ended before it could be killed"
-        time.sleep(0.2)
-    process.send_signal(signal.SIGKILL)
+    flags = [*_common(tiny_data, tmp_path), *FIXED[:-1], "--max_trials=3", f"--model_dir={model_dir}"]
+    process = start_paused("trial:1", os.path.join(REPO, "train.py"), *flags)
+    process.send_signal(signal.SIGKILL)  # held just after keras-tuner recorded its first trial as ended
     process.wait()
+    first = model_dir / "tuning" / "search" / "trial_0" / "trial.json"
     finished = first.read_text()
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert '"COMPLETED"' in finished
+    result = subprocess.run([sys.executable, os.path.join(REPO, "train.py"), *flags], cwd=REPO,
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert first.read_text() == finished  # trial 0 was not run again
     rows = _rows(model_dir)
@@ -115,9 +111,9 @@ def test_a_chief_and_a_worker_finish_a_distributed_search(tiny_data, tmp_path):
         for role in ("chief", "tuner0"):
             env = {**os.environ, "KERASTUNER_TUNER_ID": role, "KERASTUNER_ORACLE_IP": "127.0.0.1",
                    "KERASTUNER_ORACLE_PORT": str(port)}
+            # No start order is needed: keras-tuner's client waits for the chief's oracle (wait_for_ready).
             processes[role] = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
                                                stderr=subprocess.PIPE, text=True)
-            time.sleep(3 if role == "chief" else 0)  # the chief serves the oracle first
         outputs = {role: process.communicate(timeout=600) for role, process in processes.items()}
     finally:  # never leave a chief or a worker behind
         for process in processes.values():

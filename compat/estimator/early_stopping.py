@@ -64,11 +64,10 @@ class _StopOnPredicateHook(tf.compat.v1.train.SessionRunHook):
         if self._global_step_tensor is None:
             raise RuntimeError("An early stopping hook needs a global step in the graph")
 
-    def before_run(self, run_context):
-        return tf.compat.v1.train.SessionRunArgs(self._global_step_tensor)
-
     def after_run(self, run_context, run_values):
-        global_step = run_values.results
+        # Read after the step, not fetched beside it: a fetch of the global step in the train op's own run
+        # is not ordered with its increment and may see either value, so a check could be skipped.
+        global_step = int(run_context.session.run(self._global_step_tensor))
         if self._timer.should_trigger_for_step(global_step):
             self._timer.update_last_triggered_step(global_step)
             if self._should_stop_fn():

@@ -378,9 +378,13 @@ class Estimator:
                 logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
                 warm_starting.warm_start(self._warm_start_settings)
             tf.compat.v1.summary.scalar("loss", spec.loss)
+            # The step this run trained: the global step read after the train op, less its increment. A read
+            # fetched beside the train op is not ordered with the increment and may see either value.
+            with tf.control_dependencies([spec.train_op]):
+                trained_step = tf.identity(global_step.read_value()) - 1
             worker_hooks = [
                 tf.compat.v1.train.NanTensorHook(spec.loss),
-                *([tf.compat.v1.train.LoggingTensorHook({"loss": spec.loss, "step": global_step},
+                *([tf.compat.v1.train.LoggingTensorHook({"loss": spec.loss, "step": trained_step},
                                                         every_n_iter=config.log_step_count_steps)]
                   if config.log_step_count_steps else []),
                 *input_hooks, *hooks, *spec.training_hooks,

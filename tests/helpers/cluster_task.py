@@ -1,21 +1,19 @@
 """One task of a TF_CONFIG cluster running a model_to_estimator program with MultiWorkerMirroredStrategy.
 
-    TF_CONFIG=... python cluster_task.py MODEL_DIR MAX_STEPS [SLOW_SECONDS]
+    TF_CONFIG=... python cluster_task.py MODEL_DIR MAX_STEPS
 
 The chief and the workers train together; the evaluator evaluates each new
 checkpoint. Prints a JSON line: the task, the step it ended at, and (trainers)
-a weight of its final model, to compare across workers. SLOW_SECONDS slows
-each step (a Keras callback), so that a test can kill a task mid-training.
+a weight of its final model, to compare across workers. A test that kills a
+task mid-training runs it under pause.py.
 """
 import json
 import os
 import sys
-import time
 
 import tensorflow as tf
 
 MODEL_DIR, MAX_STEPS = sys.argv[1], int(sys.argv[2])
-SLOW = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
 task = json.loads(os.environ["TF_CONFIG"])["task"]
 
 import keras  # noqa: E402
@@ -40,11 +38,6 @@ def input_fn(mode, input_context=None):
     return dataset.batch(batch)
 
 
-class Slow(keras.callbacks.Callback):
-    def on_train_batch_end(self, batch, logs=None):
-        time.sleep(SLOW)
-
-
 with strategy.scope():
     inputs = keras.Input((8,), name="x")
     model = keras.Model({"x": inputs}, keras.layers.Dense(2, name="logits")(keras.layers.Dense(16, activation="relu")(inputs)))
@@ -53,7 +46,7 @@ model.compile(keras.optimizers.Adam(0.01), keras.losses.SparseCategoricalCrossen
 config = estimator.RunConfig(save_checkpoints_steps=20, train_distribute=strategy, tf_random_seed=0)
 est = estimator.model_to_estimator(keras_model=model, model_dir=MODEL_DIR, config=config)
 result = estimator.train_and_evaluate(
-    est, estimator.TrainSpec(input_fn, max_steps=MAX_STEPS, hooks=[Slow()] if SLOW else []),
+    est, estimator.TrainSpec(input_fn, max_steps=MAX_STEPS),
     estimator.EvalSpec(input_fn, steps=None, start_delay_secs=0, throttle_secs=1))
 folder = MODEL_DIR if config.is_chief or task["type"] == "evaluator" else os.path.join(MODEL_DIR, f"tmp_worker_{config.task_id}")
 latest = tf.train.latest_checkpoint(folder)

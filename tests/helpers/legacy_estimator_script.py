@@ -1,6 +1,6 @@
 """A training script in the shape of the founding question, written for tf.estimator (TF <= 2.15).
 
-    python legacy_estimator_script.py MODEL_DIR [slow]
+    python legacy_estimator_script.py MODEL_DIR
 
 Its input_fn maps a WAV decode function, shuffles, maps a post-process,
 batches and repeats; a compiled Keras model goes through model_to_estimator;
@@ -10,7 +10,6 @@ compat.estimator.install(). It writes its own small WAV files first.
 """
 import os
 import sys
-import time
 
 import numpy as np
 import soundfile
@@ -20,7 +19,6 @@ estimator = tf.estimator
 model_to_estimator = tf.keras.estimator.model_to_estimator
 
 MODEL_DIR = sys.argv[1]
-SLOW = len(sys.argv) > 2
 
 
 def write_wavs(folder):
@@ -56,17 +54,15 @@ def input_fn(mode):
     return dataset.repeat() if mode == estimator.ModeKeys.TRAIN else dataset
 
 
-class Slow(tf.keras.callbacks.Callback):
-    """Slows training down so a test can kill it; reports the first step it trains."""
+class FirstStep(tf.keras.callbacks.Callback):
+    """Reports the first step it trains (a resumed run's is its checkpoint's step + 1)."""
 
     first = None
 
     def on_train_batch_end(self, batch, logs=None):
-        if Slow.first is None:
-            Slow.first = batch
+        if FirstStep.first is None:
+            FirstStep.first = batch
             print("first step", batch, flush=True)
-        if SLOW:
-            time.sleep(0.05)
 
 
 inputs = tf.keras.Input((30, 129), name="spectrogram")
@@ -77,7 +73,7 @@ model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentro
 
 config = estimator.RunConfig(save_checkpoints_steps=20, keep_checkpoint_max=3)
 classifier = model_to_estimator(keras_model=model, model_dir=MODEL_DIR, config=config)
-train_spec = estimator.TrainSpec(input_fn=input_fn, max_steps=60, hooks=[Slow()])
+train_spec = estimator.TrainSpec(input_fn=input_fn, max_steps=60, hooks=[FirstStep()])
 eval_spec = estimator.EvalSpec(input_fn=input_fn, steps=None, throttle_secs=0)
 metrics, _ = estimator.train_and_evaluate(classifier, train_spec, eval_spec)
 print("eval accuracy", metrics["accuracy"], metrics)

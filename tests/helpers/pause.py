@@ -1,0 +1,90 @@
+"""Runs a program and holds it still at a point the test names, so that the test kills it there.
+
+    python pause.py [--install] checkpoint:STEP PROGRAM [ARGS...]
+    python pause.py [--install] trial:N PROGRAM [ARGS...]
+
+`checkpoint:STEP`: once a checkpoint at step STEP or later has been written
+whole (`tf.train.CheckpointManager.save`, as --mode=keras and the Keras engine
+save; `tf.compat.v1.train.Saver.save`, as the graph engine saves), the process
+prints `paused after <checkpoint path>` and sleeps until it is killed or
+interrupted. `trial:N`: the same once keras-tuner has recorded its N-th trial
+as ended. `--install` calls `compat.estimator.install()` first, as a legacy
+program's one added line would.
+
+A test that polls a model folder and then kills the process races the
+process: it may have trained on, or finished, in between. Here the process
+cannot move past the named point, so where the kill lands is known. The
+wrapped methods are TensorFlow's and keras-tuner's own, called unchanged;
+only a wait is added after them, in this helper's process alone.
+"""
+
+import os
+import runpy
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def _hold(what: str) -> None:
+    print(f"paused after {what}", flush=True)
+    while True:  # time.sleep lets Python's signal handlers (train.py's Ctrl-C) run
+        time.sleep(60)
+
+
+def _step_of(path) -> int:
+    if isinstance(path, bytes):
+        path = path.decode()
+    return int(str(path).rsplit("-", 1)[1])
+
+
+def _pause_at_checkpoint(step: int) -> None:
+    import tensorflow as tf
+
+    def after(save):
+        def wrapped(*args, **kwargs):
+            path = save(*args, **kwargs)
+            if path is not None and _step_of(path) >= step:
+                _hold(path)
+            return path
+        return wrapped
+
+    tf.train.CheckpointManager.save = after(tf.train.CheckpointManager.save)
+    tf.compat.v1.train.Saver.save = after(tf.compat.v1.train.Saver.save)
+
+
+def _pause_at_trial(count: int) -> None:
+    import keras_tuner
+
+    ended = []
+    end_trial = keras_tuner.Oracle.end_trial
+
+    def wrapped(self, trial, *args, **kwargs):
+        result = end_trial(self, trial, *args, **kwargs)  # the oracle has saved the trial's record
+        ended.append(trial.trial_id)
+        if len(ended) >= count:
+            _hold(f"trial {trial.trial_id}")
+        return result
+
+    keras_tuner.Oracle.end_trial = wrapped
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    install = args[0] == "--install"
+    if install:
+        args = args[1:]
+    point, program, *rest = args
+    kind, _, value = point.partition(":")
+    {"checkpoint": _pause_at_checkpoint, "trial": _pause_at_trial}[kind](int(value))
+    if install:
+        import compat.estimator
+
+        compat.estimator.install()
+    sys.argv = [program, *rest]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(program)))
+    runpy.run_path(program, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
