@@ -108,7 +108,7 @@ def test_model_fn_arguments_by_signature_and_params(tmp_path):
 @pytest.mark.parametrize("mode,build,message", [
     ("train", lambda loss: estimator.EstimatorSpec("train", loss=loss), "Missing train_op"),
     ("infer", lambda loss: estimator.EstimatorSpec("infer"), "Missing predictions"),
-    ("eval", lambda loss: estimator.EstimatorSpec("eval", loss=tf.ones([3])), "loss must be a scalar"),
+    ("eval", lambda loss: estimator.EstimatorSpec("eval", loss=tf.ones([3])), "Loss must be scalar"),
     ("train", lambda loss: {"loss": loss}, "model_fn should return an EstimatorSpec"),
 ])
 def test_a_model_fn_returning_the_wrong_thing_gets_a_named_error(tmp_path, mode, build, message):
@@ -124,6 +124,42 @@ def test_a_model_fn_returning_the_wrong_thing_gets_a_named_error(tmp_path, mode,
     with pytest.raises((ValueError, TypeError), match=message):
         call()
     assert not glob.glob(f"{tmp_path}/model.ckpt-*")  # nothing a rerun would trip on
+
+
+def test_metric_objects_in_eval_metric_ops_update_every_batch(tmp_path):
+    import keras
+    import tf_keras
+
+    def metric_model_fn(features, labels, mode):
+        spec = model_fn(features, labels, mode, {})
+        if mode != estimator.ModeKeys.EVAL:
+            return spec
+        keras3, keras2 = keras.metrics.Mean(), tf_keras.metrics.Mean()
+        keras3.update_state(tf.cast(labels, tf.float32))
+        keras2.update_state(tf.cast(labels, tf.float32))
+        return spec._replace(eval_metric_ops={**spec.eval_metric_ops, "keras3": keras3, "keras2": keras2})
+
+    est = estimator.Estimator(metric_model_fn, str(tmp_path))
+    est.train(input_fn(), steps=2)
+    result = est.evaluate(input_fn(False, batch=7))  # several batches: the means are of all of them
+    assert result["keras3"] == pytest.approx(Y.mean()) and result["keras2"] == pytest.approx(Y.mean())
+    assert "mean/total" not in " ".join(est.get_variable_names())  # metric variables are local, not saved
+    with pytest.raises(ValueError, match="Please call update_state"), tf.Graph().as_default():
+        estimator.EstimatorSpec("eval", loss=tf.constant(1.0), eval_metric_ops={"m": keras.metrics.Mean()})
+
+
+def test_estimator_spec_fills_in_what_tf_2_15_filled_in():
+    with tf.Graph().as_default():
+        spec = estimator.EstimatorSpec("infer", predictions={"y": tf.constant([1.0])})
+        assert isinstance(spec.scaffold, tf.compat.v1.train.Scaffold)
+        assert list(spec.export_outputs) == ["serving_default"]
+        assert isinstance(spec.export_outputs["serving_default"], estimator.export.PredictOutput)
+        training = estimator.EstimatorSpec("train", loss=tf.ones([1, 1]), train_op=tf.no_op())
+        assert training.loss.shape == [] and training.predictions == {} and training.export_outputs is None
+    with tf.Graph().as_default():
+        other = tf.constant(1.0)
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="must be from the default graph"):
+        estimator.EstimatorSpec("eval", loss=other)
 
 
 class Recorder(estimator.SessionRunHook):
@@ -282,7 +318,9 @@ def test_exports_serve_what_the_receiver_describes_with_tf_2_15s_names(tmp_path)
 
     def single_output_model_fn(features, labels, mode):
         spec = model_fn(features, labels, mode, {})
-        return spec._replace(predictions=spec.predictions["probabilities"]) if mode == "infer" else spec
+        if mode != "infer":
+            return spec
+        return estimator.EstimatorSpec(mode, predictions=spec.predictions["probabilities"])
 
     single = estimator.Estimator(single_output_model_fn, str(tmp_path))
     exported = single.export_saved_model(str(tmp_path / "single"),

@@ -34,7 +34,7 @@ from absl import logging
 
 from compat import atomic
 from compat.checkpoints import newest_readable_in
-from compat.estimator import export as export_lib
+from compat.estimator.export import export as export_lib
 from compat.estimator import warm_starting
 from compat.estimator.input_fns import input_fn_kwargs, split_features_labels
 from compat.estimator.model_fn import EstimatorSpec, ModeKeys
@@ -509,8 +509,7 @@ class Estimator:
             with self._new_graph() as graph:
                 receiver = serving_input_receiver_fn()
                 spec = self._call_model_fn(receiver.features, None, ModeKeys.PREDICT, self.config)
-                outputs = spec.export_outputs or {export_lib.SERVING_DEFAULT: export_lib.PredictOutput(spec.predictions)}
-                signatures = export_lib.build_all_signature_defs(receiver.receiver_tensors, outputs,
+                signatures = export_lib.build_all_signature_defs(receiver.receiver_tensors, spec.export_outputs,
                                                                  receiver.receiver_tensors_alternatives)
                 saver = self._saver(spec)
                 main_op = tf.group(tf.compat.v1.local_variables_initializer(), tf.compat.v1.tables_initializer())

@@ -64,7 +64,7 @@ def save_with_receiver(model: keras.Model, folder: str, serving_input_receiver_f
         return dict(zip(output_names, outputs))
 
     function = tf.function(serve, input_signature=specs).get_concrete_function()
-    signatures = {export_lib.SERVING_DEFAULT: function}
+    signatures = {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: function}
     for name, output in dict(export_outputs or {}).items():
         if output is not export_lib.PredictOutput and not isinstance(output, export_lib.PredictOutput):
             raise NotImplementedError(f"export_outputs['{name}']: only PredictOutput signatures are exported for a "

@@ -130,7 +130,7 @@ class _ClassHead(_Head):
     def export_outputs(self, predictions: dict) -> dict:
         classification = export.ClassificationOutput(scores=predictions["probabilities"],
                                                      classes=predictions["all_classes"])
-        return {export.SERVING_DEFAULT: classification, "classification": classification,
+        return {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: classification, "classification": classification,
                 "predict": export.PredictOutput(predictions)}
 
     def _common_predictions(self, logits: tf.Tensor, probabilities: tf.Tensor, class_ids: tf.Tensor) -> dict:
@@ -246,7 +246,7 @@ class RegressionHead(_Head):
 
     def export_outputs(self, predictions: dict) -> dict:
         regression = export.RegressionOutput(predictions["predictions"])
-        return {export.SERVING_DEFAULT: regression, "regression": regression,
+        return {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: regression, "regression": regression,
                 "predict": export.PredictOutput(predictions)}
 
     def loss(self, features: Any, logits: tf.Tensor, labels: Any) -> tuple[tf.Tensor, dict]:
