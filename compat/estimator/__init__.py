@@ -20,11 +20,13 @@ import sys
 import types
 
 from compat.estimator import early_stopping, export, inputs
-from compat.estimator.canned import (BinaryClassHead, DNNClassifier, DNNEstimator, DNNLinearCombinedClassifier,
+from compat.estimator.canned import (DNNClassifier, DNNEstimator, DNNLinearCombinedClassifier,
                                      DNNLinearCombinedEstimator, DNNLinearCombinedRegressor, DNNRegressor,
-                                     LinearClassifier, LinearEstimator, LinearRegressor, MultiClassHead,
-                                     RegressionHead, classifier_parse_example_spec, regressor_parse_example_spec)
+                                     LinearClassifier, LinearEstimator, LinearRegressor, classifier_parse_example_spec,
+                                     regressor_parse_example_spec)
 from compat.estimator.estimator import Estimator
+from compat.estimator.head import *  # noqa: F401,F403  (the heads: compat/estimator/head/__init__.py's __all__)
+from compat.estimator.head import __all__ as _HEADS
 from compat.estimator.exporter import BestExporter, Exporter, FinalExporter, LatestExporter
 from compat.estimator.hooks import (CheckpointSaverHook, FeedFnHook, FinalOpsHook, GlobalStepWaiterHook,
                                     LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, ProfilerHook,
@@ -46,16 +48,16 @@ experimental = types.SimpleNamespace(
 )
 
 __all__ = [
-    "BestExporter", "BinaryClassHead", "CheckpointSaverHook", "CheckpointSaverListener", "DNNClassifier",
+    "BestExporter", "CheckpointSaverHook", "CheckpointSaverListener", "DNNClassifier",
     "DNNEstimator", "DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor",
     "DNNRegressor", "Estimator", "EstimatorSpec", "EvalSpec", "Exporter", "FeedFnHook", "FinalExporter",
     "FinalOpsHook", "GlobalStepWaiterHook", "LatestExporter", "LinearClassifier", "LinearEstimator",
-    "LinearRegressor", "LoggingTensorHook", "ModeKeys", "MultiClassHead", "NanLossDuringTrainingError",
-    "NanTensorHook", "ProfilerHook", "RegressionHead", "RunConfig", "SecondOrStepTimer", "SessionRunArgs",
+    "LinearRegressor", "LoggingTensorHook", "ModeKeys", "NanLossDuringTrainingError",
+    "NanTensorHook", "ProfilerHook", "RunConfig", "SecondOrStepTimer", "SessionRunArgs",
     "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook",
     "SummarySaverHook", "TrainSpec", "VocabInfo", "WarmStartSettings", "classifier_parse_example_spec",
     "experimental", "export", "inputs", "install", "model_to_estimator", "regressor_parse_example_spec",
-    "train_and_evaluate", "uninstall",
+    "train_and_evaluate", "uninstall", *_HEADS,
 ]
 
 _MISSING = object()
