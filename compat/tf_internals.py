@@ -1,15 +1,196 @@
-"""The parts of TensorFlow's and Keras' internals this project uses, in one place.
+"""The parts of TensorFlow's and Keras' internals this project uses, and the names it puts into TensorFlow.
 
 TensorFlow 2.16 removed tf.estimator but kept, under private module paths,
-pieces TF 2.15's Estimator was built on and that no public name offers:
-the export outputs and signature builders that SavedModels of Estimators
-were made with (`tensorflow.python.saved_model.model_utils`). Using them
-keeps exports TF 2.15's instead of a rewrite of them.
+pieces TF 2.15's Estimator was built on and that no public name offers: the
+export outputs and signature builders its SavedModels were made with
+(`tensorflow.python.saved_model.model_utils`) and its evaluation loop
+(`tensorflow.python.training.evaluation`). Using them keeps exports and
+evaluations TF 2.15's instead of a rewrite of them.
 
-Every such reach is here, so that a TensorFlow or Keras release that moves
-one breaks `tests/test_tf_internals.py` by name, not a run deep inside.
+TensorFlow 2.21 also turned `tf.compat.v1.layers` (and `tf.compat.v1.nn.rnn_cell`)
+into stubs that raise under Keras 3, though the layers still ship in `tf_keras`
+(Keras 2, released with every TensorFlow), where TensorFlow itself routes them
+when the whole process runs on Keras 2 (TF_USE_LEGACY_KERAS). `install_legacy_layers`
+routes just those two names there, so that model_fns built from them run while
+`tf.keras` stays Keras 3.
+
+Keras 3 layers called inside a model_fn's graph would run in inference mode
+unless given `training=`: `keras_training_default` lets the Estimator say
+which mode it builds, through the one Keras class that holds a call's
+`training` value.
+
+Every such reach is here, so that a TensorFlow or Keras release that moves one
+breaks `tests/test_tf_internals.py` by name, not a run deep inside; every
+change to TensorFlow's or Keras' names is made by `install_legacy_layers` and
+undone by `uninstall_legacy_layers`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from typing import Iterator
+
+import tensorflow as tf
 from tensorflow.python.saved_model.model_utils import export_output, export_utils  # noqa: F401
+from tensorflow.python.training import evaluation  # noqa: F401  (_evaluate_once, _StopAfterNEvalsHook)
+from tensorflow.python.util.lazy_loader import LazyLoader
+
+# -- the names put into TensorFlow and Keras -------------------------------------------
+
+_LEGACY_MODULES = (  # (attribute path below tf.compat.v1, the tf_keras module TensorFlow routes it to under Keras 2)
+    ("layers", "tf_keras.api._v1.keras.__internal__.legacy.layers"),
+    ("nn.rnn_cell", "tf_keras.api._v1.keras.__internal__.legacy.rnn_cell"),
+)
+_replaced: list[tuple[object, str, object]] = []  # (owner, attribute, previous value)
+_default_training: contextvars.ContextVar[bool | None] = contextvars.ContextVar("keras_training_default",
+                                                                                 default=None)
+
+
+def _mode_call_context(base: type) -> type:
+    """Keras 3 starts a `CallContext` for each outermost layer call; this one starts with the `training`
+    value that `keras_training_default` set, where one is set (elsewhere it is Keras' own)."""
+
+    class ModeCallContext(base):
+        def __init__(self, entry_layer):
+            super().__init__(entry_layer)
+            training = _default_training.get()
+            if training is not None:
+                self.set_value("training", training)
+
+    return ModeCallContext
+
+
+def compat_v1_modules() -> list:
+    """Every module object that is `tf.compat.v1`.
+
+    `import tensorflow.compat.v1` makes a second module object of it and binds
+    `tf.compat.v1` to that one; programs reach both, so a name set on one is set on both.
+    """
+    import sys
+
+    import tensorflow.compat.v1  # noqa: F401  (makes that second object now, not later)
+
+    modules = (sys.modules.get("tensorflow._api.v2.compat.v1"), sys.modules.get("tensorflow.compat.v1"), tf.compat.v1)
+    return list({id(module): module for module in modules if module is not None}.values())
+
+
+def _legacy_owners() -> list[tuple[object, str, str]]:
+    """(module, attribute, tf_keras module) for every object that is `tf.compat.v1` (or its `nn`)."""
+    owners, seen = [], set()
+    for root in compat_v1_modules():
+        for path, module in _LEGACY_MODULES:
+            *parents, name = path.split(".")
+            owner = root
+            for parent in parents:
+                owner = getattr(owner, parent)
+            if (id(owner), name) not in seen:
+                seen.add((id(owner), name))
+                owners.append((owner, name, module))
+    return owners
+
+
+def install() -> None:
+    """`tf.compat.v1.layers` and `tf.compat.v1.nn.rnn_cell` become tf_keras' (loaded on first use), and
+    Keras 3 layers honour `keras_training_default`. Idempotent; `uninstall()` puts everything back."""
+    if _replaced:
+        return
+    for owner, name, module in _legacy_owners():
+        _replaced.append((owner, name, owner.__dict__.get(name)))
+        setattr(owner, name, LazyLoader(name, {}, module))
+    from keras.src.layers import layer as keras_layer
+
+    _replaced.append((keras_layer, "CallContext", keras_layer.CallContext))
+    keras_layer.CallContext = _mode_call_context(keras_layer.CallContext)
+
+
+def uninstall() -> None:
+    while _replaced:
+        owner, name, previous = _replaced.pop()
+        setattr(owner, name, previous)
+
+
+@contextlib.contextmanager
+def keras_training_default(training: bool) -> Iterator[None]:
+    """Keras 3 layers called without `training=` in this block (and this thread) run as `training` says."""
+    token = _default_training.set(training)
+    try:
+        yield
+    finally:
+        _default_training.reset(token)
+
+
+# -- private names of TensorFlow and Keras, each behind one function -------------------
+
+def evaluate_once(**kwargs):
+    """TensorFlow's evaluation loop (what tf.estimator's evaluate ran): the final ops' values."""
+    return evaluation._evaluate_once(**kwargs)
+
+
+def stop_after_n_evals_hook(num_evals: int) -> tf.compat.v1.train.SessionRunHook:
+    """The hook that ends an evaluation after `num_evals` batches, logging "Evaluation [i/n]"."""
+    return evaluation._StopAfterNEvalsHook(num_evals=num_evals)
+
+
+def create_eval_step() -> tf.Variable:
+    """The evaluation's step counter (a local variable), made before a scaffold that initialises it."""
+    return evaluation._get_or_create_eval_step()
+
+
+def add_train_op(builder, train_op) -> None:
+    """Records a train graph's op in the SavedModel, where `experimental_export_all_saved_models` put it."""
+    builder._add_train_op(train_op)
+
+
+def saver_listeners(hook: tf.compat.v1.train.CheckpointSaverHook) -> list:
+    """The listeners a CheckpointSaverHook calls around each save (appending one attaches it)."""
+    return hook._listeners
+
+
+@contextlib.contextmanager
+def keras_names_per_graph() -> Iterator[None]:
+    """Keras 3 layers made in this block are numbered afresh (`dense`, `dense_1`, ...), as Keras 2
+    numbered them per graph; the process's count is put back after.
+
+    A model_fn is called once per graph (training, each evaluation, export);
+    Keras 3 numbers layer names per process, which would give the evaluation
+    graph's variables other names than the checkpoint's. Keras keeps that count
+    in its global state and offers no public way to scope it (`clear_session`
+    resets the default graph too, which a nested graph forbids).
+    """
+    import sys
+
+    if "keras" not in sys.modules:
+        yield
+        return
+    import collections
+
+    from keras.src.backend.common import global_state
+
+    saved = global_state.get_global_attribute("object_name_uids")
+    global_state.set_global_attribute("object_name_uids", collections.defaultdict(int))
+    try:
+        yield
+    finally:
+        global_state.set_global_attribute("object_name_uids", saved)
+
+
+def fn_args(fn) -> tuple[str, ...]:
+    """A function's argument names as TensorFlow reads them for model_fns and input_fns (a partial's
+    bound arguments and `self` left out)."""
+    from tensorflow.python.util import function_utils
+
+    return tuple(function_utils.fn_args(fn))
+
+
+def is_partition(variable) -> bool:
+    """True for one slice of a partitioned variable: a checkpoint holds the whole under the variable's name."""
+    return getattr(variable, "_save_slice_info", None) is not None
+
+
+def monitored_training_session(**kwargs):
+    """tf.compat.v1.train.MonitoredTrainingSession, looked up where TF 2.15's Estimator called it
+    (`tensorflow.python.training.training`), so that a program or test that replaces it there is heard."""
+    from tensorflow.python.training import training
+
+    return training.MonitoredTrainingSession(**kwargs)

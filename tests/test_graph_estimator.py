@@ -200,7 +200,7 @@ def test_session_run_hooks_are_called_in_order_and_can_stop_training(tmp_path):
     stopper = Recorder(stop_at=5)
     est.train(input_fn(), steps=100, hooks=[stopper])
     assert est.latest_checkpoint().endswith("model.ckpt-5")  # the final checkpoint of a stopped run
-    with pytest.raises(TypeError, match="must be SessionRunHook instances"):
+    with pytest.raises(TypeError, match="Hooks must be a SessionRunHook"):
         est.train(input_fn(), steps=1, hooks=["not a hook"])
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 import types
 
+from compat import tf_internals
 from compat.estimator import early_stopping, export, inputs
 from compat.estimator.canned import (DNNClassifier, DNNEstimator, DNNLinearCombinedClassifier,
                                      DNNLinearCombinedEstimator, DNNLinearCombinedRegressor, DNNRegressor,
@@ -73,23 +74,31 @@ def install() -> None:
     """
     import tensorflow as tf
 
+    tf_internals.install()
     if _replaced:
         return
     from compat.estimator.keras_legacy import legacy_namespace
 
     this = sys.modules[__name__]
-    for owner, name, value in ((tf, "estimator", this), (tf.compat.v1, "estimator", this),
-                               (tf.keras, "estimator", types.SimpleNamespace(model_to_estimator=model_to_estimator)),
-                               (tf.keras.optimizers, "legacy", legacy_namespace())):
+    names = [(tf, "estimator", this), *((v1, "estimator", this) for v1 in tf_internals.compat_v1_modules()),
+             (tf.keras, "estimator", types.SimpleNamespace(model_to_estimator=model_to_estimator)),
+             (tf.keras.optimizers, "legacy", legacy_namespace())]
+    for owner, name, value in names:
         _replaced.append((owner, name, getattr(owner, name, _MISSING)))
         setattr(owner, name, value)
 
 
 def uninstall() -> None:
-    """Undoes `install()`."""
+    """Undoes `install()`, and what importing this package did (tf.compat.v1.layers, see compat/tf_internals.py)."""
     while _replaced:
         owner, name, previous = _replaced.pop()
         if previous is _MISSING:
             delattr(owner, name)
         else:
             setattr(owner, name, previous)
+    tf_internals.uninstall()
+
+
+# Importing compat.estimator (the one changed import of a legacy program) makes tf.compat.v1.layers work:
+# model_fns are built from them.
+tf_internals.install()

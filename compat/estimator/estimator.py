@@ -3,14 +3,21 @@
 `Estimator(model_fn, model_dir, config, params, warm_start_from)` runs a
 model_fn written for tf.estimator on what TensorFlow >= 2.16 still ships: a
 `tf.compat.v1.Graph` per call, `MonitoredTrainingSession` with TensorFlow's own
-hooks (checkpoints, summaries, step counter, NaN check, loss logging), a
-name-based `Saver`, and `SavedModelBuilder` for exports. The files are TF
-2.15's, so model folders written by TF 2.15 restore and train on:
+hooks (checkpoints, summaries, step counter, NaN check, loss logging),
+TensorFlow's evaluation loop, a name-based `Saver`, and `SavedModelBuilder`
+for exports. The files are TF 2.15's, so model folders written by TF 2.15
+restore and train on:
 
   <model_dir>/model.ckpt-<step>.{index,data-*,meta}, checkpoint, graph.pbtxt
   <model_dir>/events.out.tfevents.*           loss, global_step/sec, the model's summaries
   <model_dir>/eval[_<name>]/events.out.tfevents.*   metrics and checkpoint_path
   <export_dir_base>/<timestamp>/              SavedModel
+
+Inside a model_fn, `tf.compat.v1.layers` are tf_keras' (compat/tf_internals.py)
+and Keras 3 layers run in the mode being built: called without `training=`,
+they train in TRAIN mode, and the state they update (batch norm's moving
+statistics, dropout's seed) is updated with every training step, as the
+UPDATE_OPS of TF 1.x layers were when a model_fn ran them.
 
 `model_to_estimator` returns a `KerasEstimator` (compat/estimator/keras_lib.py),
 which trains a Keras 3 model eagerly; it shares this class's public methods
@@ -19,12 +26,11 @@ that concern the model folder.
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import inspect
+import copy
 import os
 import shutil
-import sys
+import tempfile
 import time
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -32,128 +38,137 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from compat import atomic
+from compat import atomic, tf_internals
 from compat.checkpoints import newest_readable_in
-from compat.estimator.export import export as export_lib
 from compat.estimator import warm_starting
-from compat.estimator.input_fns import input_fn_kwargs, split_features_labels
-from compat.estimator.model_fn import EstimatorSpec, ModeKeys
-from compat.estimator.run_config import RunConfig
+from compat.estimator.export import export as export_lib
+from compat.estimator.input_fns import input_fn_kwargs, parse_input_fn_result
+from compat.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
+from compat.estimator.run_config import RunConfig, TaskType
 
-_MODEL_FN_ARGS = ("features", "labels", "mode", "params", "config")
+_v1 = tf.compat.v1
+_VALID_MODEL_FN_ARGS = {"features", "labels", "mode", "params", "self", "config"}
+# What a subclass of Estimator may define itself (TF 2.15's list); anything else it inherits as it is.
+_ALLOWED_OVERRIDES = {"model_fn", "_create_and_assert_global_step", "_export_all_saved_models", "latest_checkpoint",
+                      "_tf_api_names", "_tf_api_names_v1", "_estimator_api_names", "_estimator_api_names_v1",
+                      "_estimator_api_constants", "_estimator_api_constants_v1"}
+_ASSIGNMENTS = {"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"}
 
 
-def _fn_args(fn: Callable) -> tuple[str, ...]:
-    return tuple(inspect.signature(fn).parameters)
-
-
-def _verify_model_fn(model_fn: Callable, params: dict | None) -> None:
-    if not callable(model_fn):
-        raise TypeError(f"model_fn must be callable, given: {model_fn!r}")
-    args = _fn_args(model_fn)
+def verify_model_fn_args(model_fn: Callable, params: dict | None) -> None:
+    """TF 2.15's checks of a model_fn's signature."""
+    args = set(tf_internals.fn_args(model_fn))
     if "features" not in args:
         raise ValueError(f"model_fn ({model_fn}) must include features argument.")
     if params is not None and "params" not in args:
-        raise ValueError(f"model_fn ({model_fn}) does not include params argument, but params ({params}) are "
-                         "passed to Estimator.")
-    unknown = [name for name in args if name not in _MODEL_FN_ARGS
-               and inspect.signature(model_fn).parameters[name].default is inspect.Parameter.empty
-               and inspect.signature(model_fn).parameters[name].kind not in (inspect.Parameter.VAR_POSITIONAL,
-                                                                              inspect.Parameter.VAR_KEYWORD)]
-    if unknown:
-        raise ValueError(f"model_fn ({model_fn}) has following not expected args: {unknown}")
+        raise ValueError(f"model_fn ({model_fn}) does not include params argument, but params ({params}) is passed "
+                         "to Estimator.")
+    if params is None and "params" in args:
+        tf.compat.v1.logging.warn("Estimator's model_fn (%s) includes params argument, but params are not passed to "
+                         "Estimator.", model_fn)
+    unexpected = sorted(args - _VALID_MODEL_FN_ARGS)
+    if unexpected:
+        raise ValueError(f"model_fn ({model_fn}) has following not expected args: {unexpected}")
 
 
-def _default_session_config(config: RunConfig) -> tf.compat.v1.ConfigProto:
-    """The RunConfig's session config, else TF 2.15's default for an Estimator."""
-    if config.session_config is not None:
-        return config.session_config
-    session_config = tf.compat.v1.ConfigProto(allow_soft_placement=True)
-    session_config.graph_options.rewrite_options.meta_optimizer_iterations = 1  # ONE
-    return session_config
+def default_session_config() -> tf.compat.v1.ConfigProto:
+    """TF 2.15's session config for an Estimator: soft placement, one pass of the graph optimizers."""
+    config = _v1.ConfigProto(allow_soft_placement=True)
+    config.graph_options.rewrite_options.meta_optimizer_iterations = 1  # RewriterConfig.ONE
+    return config
 
 
-@contextlib.contextmanager
-def _keras_names_per_graph() -> Iterator[None]:
-    """Keras layers made by a model_fn are named afresh in each graph, as Keras 2 named them.
+def config_with_model_dir(config: RunConfig | None, model_dir: Any) -> RunConfig:
+    """The Estimator's copy of `config`, with its model_dir (a temporary folder if none) and a session config.
 
-    A model_fn that calls `tf.keras.layers.Dense(...)` is called once per graph
-    (training, each evaluation, prediction, export); Keras 2 numbered layer
-    names per graph, so each graph gave its variables the checkpoint's names.
-    Keras 3 numbers them per process (`dense`, then `dense_3` in the next graph),
-    which would make the evaluation graph's names differ from the checkpoint's.
-    Keras keeps that count in its global state and offers no public way to
-    scope it (`clear_session` resets the default graph too, which a nested
-    graph forbids), hence its internal module; the count is restored after.
+    `replace` deep-copies, so a RunConfig subclass, and attributes set on it,
+    reach the model_fn as they were given.
     """
-    if "keras" not in sys.modules:
-        yield
-        return
-    from keras.src.backend.common import global_state
-
-    saved = global_state.get_global_attribute("object_name_uids")
-    global_state.set_global_attribute("object_name_uids", collections.defaultdict(int))
-    try:
-        yield
-    finally:
-        global_state.set_global_attribute("object_name_uids", saved)
-
-
-class _DatasetInitializerHook(tf.compat.v1.train.SessionRunHook):
-    """Initialises the input_fn's dataset iterator once the session exists."""
-
-    def __init__(self, iterator):
-        self._iterator = iterator
-
-    def begin(self):
-        self._initializer = self._iterator.initializer
-
-    def after_create_session(self, session, coord):
-        del coord
-        session.run(self._initializer)
+    if config is None:
+        config = RunConfig()
+        tf.compat.v1.logging.info("Using default config.")
+    if not isinstance(config, RunConfig):
+        raise ValueError(f"config must be an instance of `RunConfig`, but provided {config}.")
+    if config.session_config is None:
+        config = config.replace(session_config=default_session_config())
+    model_dir = os.fspath(model_dir) if model_dir is not None else None
+    if model_dir is not None and config.model_dir is not None and config.model_dir != model_dir:
+        raise ValueError("`model_dir` are set both in constructor and `RunConfig`, but with different values. In "
+                         f"constructor: '{model_dir}', in `RunConfig`: '{config.model_dir}' ")
+    if model_dir:
+        return config.replace(model_dir=model_dir)
+    if config.model_dir is None:
+        model_dir = tempfile.mkdtemp()
+        tf.compat.v1.logging.warn("Using temporary folder as model directory: %s", model_dir)
+        return config.replace(model_dir=model_dir)
+    return config
 
 
-class _StopAfterNEvalsHook(tf.compat.v1.train.SessionRunHook):
-    """Stops an evaluation after `num_evals` batches."""
+def replica_device_setter(config: RunConfig) -> Callable | None:
+    """Variables on the ps tasks, ops on this worker, when the cluster has ps tasks (TF 2.15's device_fn)."""
+    if not config.num_ps_replicas:
+        return None
+    worker_device = f"/job:{config.task_type}/task:{config.task_id}" if config.task_type else "/job:worker"
+    return _v1.train.replica_device_setter(
+        ps_tasks=config.num_ps_replicas, worker_device=worker_device, merge_devices=True,
+        ps_ops=["Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable", "MutableHashTableV2",
+                "MutableHashTableOfTensors", "MutableHashTableOfTensorsV2", "MutableDenseHashTable",
+                "MutableDenseHashTableV2", "VarHandleOp", "BoostedTreesEnsembleResourceHandleOp",
+                "BoostedTreesQuantileStreamResourceHandleOp"],
+        cluster=config.cluster_spec)
 
-    def __init__(self, num_evals: int | None):
-        self._num_evals, self._evals = num_evals, 0
 
-    def after_run(self, run_context, run_values):
-        self._evals += 1
-        if self._num_evals is not None and self._evals >= self._num_evals:
-            run_context.request_stop()
+def _ancestors(roots: Iterable) -> set[str]:
+    """The names of every op that running `roots` (tensors or ops) runs."""
+    stack = [getattr(root, "op", root) for root in roots if root is not None]
+    seen: set[str] = set()
+    while stack:
+        op = stack.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        stack.extend(tensor.op for tensor in op.inputs)
+        stack.extend(op.control_inputs)
+    return seen
 
 
-def check_restorable(checkpoint_path: str | None) -> None:
-    """A clear error, before any session, when the checkpoint lacks variables the default graph has."""
-    if checkpoint_path is None:
-        return
-    stored = {name for name, _ in tf.train.list_variables(checkpoint_path)}
-    needed = {variable.op.name for variable in tf.compat.v1.global_variables()
-              if getattr(variable, "_save_slice_info", None) is None}
-    missing = sorted(needed - stored)
-    if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise ValueError(
-            f"The checkpoint {checkpoint_path} was written by another model: it lacks {shown}. Train this model in a "
-            "new model_dir, or reuse the matching part with warm_start_from=WarmStartSettings(<that folder>, "
-            "vars_to_warm_start=...)")
+def _state_updates_nothing_runs(graph: tf.Graph, first_op: int, spec: EstimatorSpec) -> list:
+    """Assignments to non-trainable variables made while the model_fn ran, that no fetch of the spec runs.
+
+    These are the state updates Keras 3 layers make in a graph (batch norm's
+    moving statistics, dropout's seed generator): Keras 3 keeps no list of them,
+    and in a graph an op nothing depends on never runs. Updates a model_fn
+    collected in UPDATE_OPS (tf.compat.v1.layers) stay the model_fn's to run,
+    as in TF 2.15; variable initializers are not updates.
+    """
+    candidates = [op for op in graph.get_operations()[first_op:] if op.type in _ASSIGNMENTS]
+    if not candidates:
+        return []
+    global_step = _v1.train.get_global_step(graph)
+    variables = [v for v in _v1.global_variables() if not v.trainable and v is not global_step]
+    handles = {v.handle.name for v in variables if hasattr(v, "handle")}
+    initializers = {v.initializer.name for v in _v1.global_variables() + _v1.local_variables()}
+    candidates = [op for op in candidates if op.inputs[0].name in handles and op.name not in initializers]
+    if not candidates:
+        return []
+    reached = _ancestors([spec.train_op, spec.loss, *tf.nest.flatten(spec.predictions),
+                          *_v1.get_collection(_v1.GraphKeys.UPDATE_OPS)])
+    return [op for op in candidates if op.name not in reached]
 
 
 def _check_hooks(hooks: Iterable | None) -> list:
     hooks = list(hooks or ())
     for hook in hooks:
-        if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
-            raise TypeError(f"All hooks must be SessionRunHook instances, given: {hook!r}")
+        if not isinstance(hook, _v1.train.SessionRunHook):
+            raise TypeError(f"Hooks must be a SessionRunHook, given: {hook}")
     return hooks
 
 
 def _check_listeners(listeners: Iterable | None) -> list:
     listeners = list(listeners or ())
     for listener in listeners:
-        if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
-            raise TypeError(f"saving_listeners must be a list of CheckpointSaverListener, given: {listener!r}")
+        if not isinstance(listener, _v1.train.CheckpointSaverListener):
+            raise TypeError(f"saving_listeners must be a list of CheckpointSaverListener, given: {listener}")
     return listeners
 
 
@@ -167,6 +182,21 @@ def check_train_steps(steps: int | None, max_steps: int | None) -> None:
         raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
 
 
+def check_restorable(checkpoint_path: str | None) -> None:
+    """A clear error, before any session, when the checkpoint lacks variables the default graph has."""
+    if checkpoint_path is None:
+        return
+    stored = {name for name, _ in tf.train.list_variables(checkpoint_path)}
+    needed = {variable.op.name for variable in _v1.global_variables() if not tf_internals.is_partition(variable)}
+    missing = sorted(needed - stored)
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise ValueError(
+            f"The checkpoint {checkpoint_path} was written by another model: it lacks {shown}. Train this model in a "
+            "new model_dir, or reuse the matching part with warm_start_from=WarmStartSettings(<that folder>, "
+            "vars_to_warm_start=...)")
+
+
 def timestamped_dir(base: str) -> str:
     """`<base>/<int(time.time())>`, a second later while that name is taken, as TF 2.15."""
     for attempt in range(10):
@@ -178,23 +208,66 @@ def timestamped_dir(base: str) -> str:
     raise RuntimeError(f"Failed to obtain a unique export directory name under {base} after 10 attempts.")
 
 
-def _write_summaries(folder: str, values: dict, step: int, checkpoint_path: str | None) -> None:
-    """The evaluation's scalars (and the checkpoint's path, as a string tensor) in `folder`'s events."""
-    summary = tf.compat.v1.Summary()
-    for key, value in values.items():
-        if key == "global_step":
+def write_dict_to_summary(output_dir: str, results: dict, global_step: int) -> None:
+    """An evaluation's results as one summary event in `output_dir`, as TF 2.15 wrote them.
+
+    Numbers become scalars; a serialized `Summary` (an image or histogram
+    summary returned as a metric) is written as its values, tagged
+    `<key>/<i>`; an array becomes a tensor summary; `global_step` is the
+    event's step, not a value.
+    """
+    from google.protobuf import message
+
+    shown = ", ".join(f"{key} = {value}" for key, value in sorted(results.items()) if not isinstance(value, bytes))
+    tf.compat.v1.logging.info("Saving dict for global step %d: %s", global_step, shown)
+    summary = _v1.Summary()
+    for key, value in results.items():
+        if value is None or key == "global_step":
             continue
-        if isinstance(value, (np.floating, np.integer, float, int, bool, np.bool_)):
+        if isinstance(value, (np.floating, float)):
             summary.value.add(tag=key, simple_value=float(value))
-        elif isinstance(value, np.ndarray) and value.size == 1:
-            summary.value.add(tag=key, simple_value=float(value.reshape(())))
-    if checkpoint_path is not None:
-        summary.value.add(tag="checkpoint_path", tensor=tf.make_tensor_proto(checkpoint_path, dtype=tf.string))
-        logging.info("Saving 'checkpoint_path' summary for global step %d: %s", step, checkpoint_path)
-    with tf.Graph().as_default():  # the v1 writer cache refuses to open a writer eagerly
-        writer = tf.compat.v1.summary.FileWriterCache.get(folder)
-    writer.add_summary(summary, step)
+        elif isinstance(value, (np.integer, int)) and not isinstance(value, bool):
+            summary.value.add(tag=key, simple_value=int(value))
+        elif isinstance(value, bytes):
+            try:
+                parsed = _v1.Summary.FromString(value)
+            except message.DecodeError:
+                tf.compat.v1.logging.warn("Skipping summary for %s, cannot parse string to Summary.", key)
+                continue
+            for index, item in enumerate(parsed.value):
+                item.tag = f"{key}/{index}"
+            summary.value.extend(parsed.value)
+        elif isinstance(value, np.ndarray):
+            item = summary.value.add(tag=key, node_name=key)
+            item.tensor.CopyFrom(tf.make_tensor_proto(value))
+        else:
+            tf.compat.v1.logging.warn("Skipping summary for %s, must be a float, np.float32, np.int64, np.int32 or int or "
+                             "np.ndarray or a serialized string of Summary.", key)
+    writer = _summary_writer(output_dir)
+    writer.add_summary(summary, global_step)
     writer.flush()
+
+
+def write_checkpoint_path_to_summary(output_dir: str, checkpoint_path: str, global_step: int) -> None:
+    """The evaluated checkpoint's path as a string tensor summary `checkpoint_path` (BestExporter reads it)."""
+    tf.compat.v1.logging.info("Saving 'checkpoint_path' summary for global step %d: %s", global_step, checkpoint_path)
+    summary = _v1.Summary()
+    summary.value.add(tag="checkpoint_path", tensor=tf.make_tensor_proto(checkpoint_path, dtype=tf.string))
+    writer = _summary_writer(output_dir)
+    writer.add_summary(summary, global_step)
+    writer.flush()
+
+
+def _summary_writer(folder: str):
+    with tf.Graph().as_default():  # the v1 writer cache refuses to open a writer eagerly
+        return _v1.summary.FileWriterCache.get(folder)
+
+
+def _uses_dataset_or_queue(features: Any) -> bool:
+    tensors = [value for value in tf.nest.flatten(features) if isinstance(value, tf.Tensor)]
+    if any(tensor.op.type == "IteratorGetNext" for tensor in tensors):
+        return True
+    return bool(_v1.get_collection(_v1.GraphKeys.QUEUE_RUNNERS))
 
 
 class Estimator:
@@ -202,30 +275,49 @@ class Estimator:
 
     def __init__(self, model_fn: Callable, model_dir: str | None = None, config: RunConfig | None = None,
                  params: dict | None = None, warm_start_from: Any = None):
-        if config is not None and not isinstance(config, RunConfig):
-            raise ValueError(f"config must be an instance of RunConfig, but provided {config!r}.")
-        _verify_model_fn(model_fn, params)
-        self._model_fn = model_fn
+        self.__class__._assert_members_are_not_overridden(self)
         self._init_common(model_dir, config, params)
+        if model_fn is None:
+            raise ValueError("model_fn must be provided to Estimator.")
+        verify_model_fn_args(model_fn, params)
+        self._model_fn = model_fn
         self._warm_start_settings = warm_starting.settings_from(warm_start_from)
 
     def _init_common(self, model_dir: str | None, config: RunConfig | None, params: dict | None) -> None:
-        self._config = (config or RunConfig()).with_model_dir(model_dir)
-        self._params = dict(params or {})
-        tf.io.gfile.makedirs(self.model_dir)
+        self._config = config_with_model_dir(config, model_dir)
+        self._model_dir = self._config.model_dir
+        self._session_config = self._config.session_config
+        self._train_distribution = self._config.train_distribute
+        self._eval_distribution = self._config.eval_distribute
+        self._device_fn = self._config.device_fn or replica_device_setter(self._config)
+        self._params = copy.deepcopy(params or {})
+        tf.compat.v1.logging.info("Using config: %s", str(vars(self._config)))
+
+    def _assert_members_are_not_overridden(self) -> None:
+        """A subclass that redefines train, evaluate, ... is refused, as in TF 2.15: the contract of these
+        methods is the Estimator's. This project's own engines are not user subclasses."""
+        cls = type(self)
+        if cls.__name__ in ("TPUEstimator", "KerasEstimator") and cls.__module__.startswith("compat."):
+            return
+        own = {name for name in dir(Estimator) if not name.startswith("__")}
+        overridden = [name for name in (own & set(cls.__dict__)) - _ALLOWED_OVERRIDES
+                      if getattr(Estimator, name) != getattr(cls, name)]
+        if overridden:
+            raise ValueError(f"Subclasses of Estimator cannot override members of Estimator. {cls} does override "
+                             f"{overridden}")
 
     # -- properties, as tf.estimator ------------------------------------------
     @property
     def model_dir(self) -> str:
-        return self._config.model_dir
+        return self._model_dir
 
     @property
     def config(self) -> RunConfig:
-        return self._config
+        return copy.deepcopy(self._config)
 
     @property
     def params(self) -> dict:
-        return dict(self._params)
+        return copy.deepcopy(self._params)
 
     @property
     def model_fn(self) -> Callable:
@@ -237,10 +329,10 @@ class Estimator:
         return public_model_fn
 
     def eval_dir(self, name: str | None = None) -> str:
-        return os.path.join(self.model_dir, "eval" if not name else f"eval_{name}")
+        return os.path.join(self._model_dir, "eval" if not name else f"eval_{name}")
 
     def latest_checkpoint(self) -> str | None:
-        return tf.train.latest_checkpoint(self.model_dir)
+        return tf.train.latest_checkpoint(self._model_dir)
 
     def get_variable_names(self) -> list[str]:
         return [name for name, _ in tf.train.list_variables(self._require_checkpoint())]
@@ -251,10 +343,11 @@ class Estimator:
     def _require_checkpoint(self) -> str:
         latest = self.latest_checkpoint()
         if latest is None:
-            raise ValueError(f"Could not find trained model in model_dir: {self.model_dir}.")
+            raise ValueError(f"Could not find trained model in model_dir: {self._model_dir}.")
         return latest
 
     def _checkpoint_step(self) -> int:
+        """The global step of the latest checkpoint; 0 without one."""
         latest = self.latest_checkpoint()
         if latest is None:
             return 0
@@ -264,90 +357,86 @@ class Estimator:
             return int(latest.rsplit("-", 1)[1])
 
     # -- graph building -------------------------------------------------------
-    def _call_model_fn(self, features: Any, labels: Any, mode: str, config: RunConfig) -> EstimatorSpec:
-        args = _fn_args(self._model_fn)
-        kwargs = {}
-        if "labels" in args:
-            kwargs["labels"] = labels
-        elif labels is not None:
-            raise ValueError("model_fn does not take labels, but input_fn returns labels.")
-        if "mode" in args:
-            kwargs["mode"] = mode
-        if "params" in args:
-            kwargs["params"] = self.params
-        if "config" in args:
-            kwargs["config"] = config
-        logging.info("Calling model_fn.")
-        spec = self._model_fn(features=features, **kwargs)
-        logging.info("Done calling model_fn.")
-        if not isinstance(spec, EstimatorSpec):
-            raise ValueError(f"model_fn should return an EstimatorSpec, but it returned {type(spec).__name__} "
-                             f"in {mode} mode")
-        if spec.mode != mode:
-            logging.warning("model_fn returned an EstimatorSpec for mode %r when called in mode %r", spec.mode, mode)
-        return spec
-
-    def _features_and_labels(self, input_fn: Callable, mode: str) -> tuple[Any, Any, list]:
-        """Calls `input_fn` in the current graph; a Dataset gets an iterator initialised by a hook."""
-        kwargs = input_fn_kwargs(input_fn, params=self.params, mode=mode, config=self.config, input_context=None)
-        logging.info("Calling input_fn.")
-        result = input_fn(**kwargs)
-        logging.info("Done calling input_fn.")
-        hooks = []
-        if isinstance(result, tf.data.Dataset):
-            iterator = tf.compat.v1.data.make_initializable_iterator(result)
-            hooks.append(_DatasetInitializerHook(iterator))
-            result = iterator.get_next()
-        features, labels = split_features_labels(result)
-        if mode == ModeKeys.PREDICT:
-            labels = None
-        return features, labels, hooks
+    def _create_and_assert_global_step(self, graph: tf.Graph) -> tf.Variable:
+        step = _v1.train.create_global_step(graph)
+        assert step is _v1.train.get_global_step() and step.dtype.is_integer
+        return step
 
     @contextlib.contextmanager
     def _new_graph(self) -> Iterator[tf.Graph]:
         """A new graph as the default one, seeded, with a global step, and fresh Keras layer names."""
         graph = tf.Graph()
-        with graph.as_default(), _keras_names_per_graph():
-            if self.config.tf_random_seed is not None:
-                tf.compat.v1.set_random_seed(self.config.tf_random_seed)
-            tf.compat.v1.train.get_or_create_global_step()
+        with graph.as_default(), tf_internals.keras_names_per_graph():
+            _v1.random.set_random_seed(self._config.tf_random_seed)
+            self._create_and_assert_global_step(graph)
             yield graph
 
-    def _scaffold(self, spec: EstimatorSpec) -> tf.compat.v1.train.Scaffold:
-        """The spec's scaffold, with TF 2.15's default Saver (sharded, relative paths) if it has none."""
-        scaffold = spec.scaffold or tf.compat.v1.train.Scaffold()
-        if scaffold.saver is None and not tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SAVERS):
-            saver = tf.compat.v1.train.Saver(
-                sharded=True, max_to_keep=self.config.keep_checkpoint_max,
-                keep_checkpoint_every_n_hours=self.config.keep_checkpoint_every_n_hours,
-                defer_build=True, save_relative_paths=True)
-            tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SAVERS, saver)
-        return scaffold
+    def _call_input_fn(self, input_fn: Callable, mode: str, input_context: Any = None) -> Any:
+        kwargs = input_fn_kwargs(input_fn, params=self.params, mode=mode, config=self.config,
+                                 input_context=input_context)
+        with tf.device("/cpu:0"):  # input ops on the host, as TF 2.15 placed them
+            return input_fn(**kwargs)
+
+    def _call_model_fn(self, features: Any, labels: Any, mode: str, config: RunConfig) -> EstimatorSpec:
+        """Calls the model_fn with the arguments its signature names; Keras 3 layers in it follow the mode and,
+        in TRAIN mode, update their state with every step."""
+        args = tf_internals.fn_args(self._model_fn)
+        kwargs = {}
+        if "labels" in args:
+            kwargs["labels"] = labels
+        elif labels is not None:
+            raise ValueError("model_fn does not take labels, but input_fn returns labels.")
+        for name, value in (("mode", mode), ("params", self.params), ("config", config)):
+            if name in args:
+                kwargs[name] = value
+        graph = _v1.get_default_graph()
+        first_op = len(graph.get_operations())
+        tf.compat.v1.logging.info("Calling model_fn.")
+        with tf_internals.keras_training_default(mode == ModeKeys.TRAIN):
+            spec = self._model_fn(features=features, **kwargs)
+        tf.compat.v1.logging.info("Done calling model_fn.")
+        if not isinstance(spec, EstimatorSpec):
+            raise ValueError(f"model_fn should return an EstimatorSpec. It returned {type(spec).__name__} in "
+                             f"{mode} mode")
+        if mode == ModeKeys.TRAIN and spec.train_op is not None:
+            updates = _state_updates_nothing_runs(graph, first_op, spec)
+            if updates:
+                spec = spec._replace(train_op=tf.group(spec.train_op, *updates))
+        return spec
+
+    def _features_and_labels(self, input_fn: Callable, mode: str) -> tuple[Any, Any, list]:
+        return parse_input_fn_result(self._call_input_fn(input_fn, mode))
 
     def _saver(self, spec: EstimatorSpec) -> tf.compat.v1.train.Saver:
-        """The Saver that restores a checkpoint into this graph, built (for an export, which adds to the graph)."""
-        saver = spec.scaffold.saver if spec.scaffold is not None and spec.scaffold.saver is not None else None
-        if saver is None:
-            self._scaffold(spec)
-            saver = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SAVERS)[0]
-        if saver.saver_def is None:
-            saver.build()
-        return saver
+        """The Saver of `spec`'s graph: the scaffold's, the graph's, else TF 2.15's default (sharded)."""
+        if spec.scaffold.saver is not None:
+            return spec.scaffold.saver
+        savers = _v1.get_collection(_v1.GraphKeys.SAVERS)
+        return savers[0] if savers else _v1.train.Saver(sharded=True)
+
+    def _maybe_warm_start(self, checkpoint_path: str | None) -> None:
+        if not checkpoint_path and self._warm_start_settings:
+            tf.compat.v1.logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
+            warm_starting.warm_start(self._warm_start_settings)
 
     # -- train ------------------------------------------------------------------
     def train(self, input_fn: Callable, hooks=None, steps: int | None = None, max_steps: int | None = None,
               saving_listeners=None) -> "Estimator":
         """Trains from the latest checkpoint: `steps` more, or up to the absolute `max_steps`."""
+        if self._config.task_type in (TaskType.EVALUATOR, TaskType.PS):
+            raise ValueError("Train has been called wrong configuration. Please use tf.estimator.train_and_evaluate "
+                             f"which calls proper API according to given configuration. Current configuration: "
+                             f"{self._config}.")
         check_train_steps(steps, max_steps)
-        self._check_strategy(self.config.train_distribute)
-        if max_steps is not None and self._checkpoint_step() >= max_steps:
-            logging.info("Skipping training since max_steps has already saved.")
+        self._check_strategy(self._train_distribution)
+        if max_steps is not None and max_steps <= self._checkpoint_step():
+            tf.compat.v1.logging.info("Skipping training since max_steps has already saved.")
             return self
         hooks = _check_hooks(hooks)
         if steps is not None or max_steps is not None:
-            hooks.append(tf.compat.v1.train.StopAtStepHook(num_steps=steps, last_step=max_steps))
+            hooks.append(_v1.train.StopAtStepHook(num_steps=steps, last_step=max_steps))
         loss = self._train_model(input_fn, hooks, _check_listeners(saving_listeners))
-        logging.info("Loss for final step: %s.", loss)
+        tf.compat.v1.logging.info("Loss for final step: %s.", loss)
         return self
 
     @staticmethod
@@ -369,97 +458,131 @@ class Estimator:
             "Remove train_distribute, or build the model in Keras")
 
     def _train_model(self, input_fn: Callable, hooks: list, listeners: list) -> Any:
-        config = self.config
-        with self._new_graph():
-            global_step = tf.compat.v1.train.get_global_step()
+        with self._new_graph() as graph, graph.device(self._device_fn):
+            global_step = _v1.train.get_global_step()
             features, labels, input_hooks = self._features_and_labels(input_fn, ModeKeys.TRAIN)
-            spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, config)
-            if self._warm_start_settings is not None:
-                logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
-                warm_starting.warm_start(self._warm_start_settings)
-            tf.compat.v1.summary.scalar("loss", spec.loss)
+            spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
+            return self._train_with_spec(spec, [*input_hooks, *hooks], global_step, listeners)
+
+    def _train_with_spec(self, spec: EstimatorSpec, worker_hooks: list, global_step: tf.Variable,
+                         listeners: list) -> Any:
+        config = self._config
+        if self._warm_start_settings and not self.latest_checkpoint():
+            tf.compat.v1.logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
+            warm_starting.warm_start(self._warm_start_settings)
+        if not any(summary.op.name == "loss" for summary in _v1.get_collection(_v1.GraphKeys.SUMMARIES)):
+            _v1.summary.scalar("loss", spec.loss)
+        _v1.add_to_collection(_v1.GraphKeys.LOSSES, spec.loss)
+        worker_hooks.append(_v1.train.NanTensorHook(spec.loss))
+        if config.log_step_count_steps is not None:
             # The step this run trained: the global step read after the train op, less its increment. A read
             # fetched beside the train op is not ordered with the increment and may see either value.
             with tf.control_dependencies([spec.train_op]):
                 trained_step = tf.identity(global_step.read_value()) - 1
-            worker_hooks = [
-                tf.compat.v1.train.NanTensorHook(spec.loss),
-                *([tf.compat.v1.train.LoggingTensorHook({"loss": spec.loss, "step": trained_step},
-                                                        every_n_iter=config.log_step_count_steps)]
-                  if config.log_step_count_steps else []),
-                *input_hooks, *hooks, *spec.training_hooks,
-            ]
-            scaffold = self._scaffold(spec)
-            check_restorable(newest_readable_in(self.model_dir))  # past a damaged latest, which TF 2.15 could not
-            chief_hooks = list(spec.training_chief_hooks)
-            given_savers = [h for h in [*hooks, *chief_hooks] if isinstance(h, tf.compat.v1.train.CheckpointSaverHook)]
-            if config.saves_checkpoints and not given_savers:
-                chief_hooks.append(tf.compat.v1.train.CheckpointSaverHook(
-                    self.model_dir, save_secs=config.save_checkpoints_secs,
-                    save_steps=config.save_checkpoints_steps, scaffold=scaffold, listeners=listeners,
-                    save_graph_def=config.checkpoint_save_graph_def))
-            elif listeners and not given_savers:
-                raise ValueError("There should be a CheckpointSaverHook to use saving_listeners; turn checkpoints on "
-                                 "with RunConfig(save_checkpoints_steps=...) or (save_checkpoints_secs=...)")
-            elif listeners:
-                given_savers[0]._listeners.extend(listeners)  # TF 2.15 attached them to the user's saver hook too
-            loss = None
-            with tf.compat.v1.train.MonitoredTrainingSession(
-                    master=config.master, is_chief=True, checkpoint_dir=self.model_dir, scaffold=scaffold,
-                    hooks=worker_hooks, chief_only_hooks=chief_hooks, save_checkpoint_secs=0,
-                    save_summaries_steps=config.save_summary_steps, config=_default_session_config(config),
-                    log_step_count_steps=config.log_step_count_steps) as session:
-                while not session.should_stop():
-                    _, loss = session.run([spec.train_op, spec.loss])
+            worker_hooks.append(_v1.train.LoggingTensorHook({"loss": spec.loss, "step": trained_step},
+                                                            every_n_iter=config.log_step_count_steps))
+        worker_hooks.extend(spec.training_hooks)
+        if not (spec.scaffold.saver or _v1.get_collection(_v1.GraphKeys.SAVERS)):
+            _v1.add_to_collection(_v1.GraphKeys.SAVERS, _v1.train.Saver(
+                sharded=True, max_to_keep=config.keep_checkpoint_max,
+                keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours, defer_build=True,
+                save_relative_paths=True))
+        check_restorable(newest_readable_in(self._model_dir))  # past a damaged latest, which TF 2.15 could not
+        chief_hooks = self._checkpoint_hooks(spec, worker_hooks, listeners)
+        save_summary_steps, log_step_count_steps = config.save_summary_steps, config.log_step_count_steps
+        jobs = config.cluster_spec.jobs if config.cluster_spec else []
+        if TaskType.WORKER in jobs and TaskType.MASTER in jobs:
+            # A TF1 cluster with a master: the first worker, not the master, writes summaries and step counts.
+            save_summary_steps, log_step_count_steps = 0, None
+            if config.task_type == TaskType.WORKER and config.task_id == 0:
+                if config.save_summary_steps and config.save_summary_steps > 0:
+                    worker_hooks.append(_v1.train.SummarySaverHook(
+                        save_steps=config.save_summary_steps, output_dir=config.model_dir, scaffold=spec.scaffold))
+                if config.log_step_count_steps and config.log_step_count_steps > 0:
+                    worker_hooks.append(_v1.train.StepCounterHook(
+                        every_n_steps=config.log_step_count_steps, output_dir=config.model_dir))
+        loss, steps = None, 0
+        with tf_internals.monitored_training_session(
+                master=config.master, is_chief=config.is_chief, checkpoint_dir=self._model_dir,
+                scaffold=spec.scaffold, hooks=worker_hooks,
+                chief_only_hooks=(*chief_hooks, *spec.training_chief_hooks), save_checkpoint_secs=0,
+                save_summaries_steps=save_summary_steps, config=self._session_config,
+                max_wait_secs=config.session_creation_timeout_secs, log_step_count_steps=log_step_count_steps,
+                save_graph_def=config.checkpoint_save_graph_def) as session:
+            while not session.should_stop():
+                steps += 1
+                _, loss = session.run([spec.train_op, spec.loss])
+        if steps == 0:
+            tf.compat.v1.logging.warn("Training with estimator made no steps. Perhaps input is empty or misspecified.")
         return loss
+
+    def _checkpoint_hooks(self, spec: EstimatorSpec, worker_hooks: list, listeners: list) -> list:
+        """The chief's CheckpointSaverHook, unless a hook given saves already; the listeners join it."""
+        config = self._config
+        savers = [hook for hook in [*worker_hooks, *spec.training_chief_hooks]
+                  if isinstance(hook, _v1.train.CheckpointSaverHook)]
+        chief_hooks = []
+        if (config.save_checkpoints_secs or config.save_checkpoints_steps) and not savers:
+            chief_hooks = [_v1.train.CheckpointSaverHook(
+                self._model_dir, save_secs=config.save_checkpoints_secs, save_steps=config.save_checkpoints_steps,
+                scaffold=spec.scaffold, save_graph_def=config.checkpoint_save_graph_def)]
+            savers = chief_hooks
+        if listeners:
+            if not savers:
+                raise ValueError("There should be a CheckpointSaverHook to use saving_listeners. Please set one of the "
+                                 "RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs.")
+            attached = tf_internals.saver_listeners(savers[0])  # TF 2.15 used the first saver hook, a user's too
+            attached.extend(listener for listener in listeners if listener not in attached)
+        return chief_hooks
 
     # -- evaluate ----------------------------------------------------------------
     def evaluate(self, input_fn: Callable, steps: int | None = None, hooks=None,
                  checkpoint_path: str | None = None, name: str | None = None) -> dict:
         """Metrics of a checkpoint (default: the latest): eval_metric_ops, `loss` and `global_step`."""
-        if steps is not None and steps <= 0:
-            raise ValueError(f"Must specify steps > 0, given: {steps}")
         hooks = _check_hooks(hooks)
-        checkpoint_path = checkpoint_path or self.latest_checkpoint()
-        if checkpoint_path is None:
-            logging.info("Could not find trained model in model_dir: %s, running initialization to evaluate.",
-                         self.model_dir)
+        if steps is not None:
+            if steps <= 0:
+                raise ValueError(f"Must specify steps > 0, given: {steps}")
+            hooks.append(tf_internals.stop_after_n_evals_hook(steps))
+        if not checkpoint_path:
+            checkpoint_path = self.latest_checkpoint()
+            if not checkpoint_path:
+                tf.compat.v1.logging.info(f"Could not find trained model in model_dir: {self._model_dir}, running "
+                                 "initialization to evaluate.")
         with self._new_graph():
-            global_step = tf.compat.v1.train.get_global_step()
-            features, labels, input_hooks = self._features_and_labels(input_fn, ModeKeys.EVAL)
-            spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
-            if "loss" in spec.eval_metric_ops:
-                raise ValueError("Metric with name `loss` is not allowed, because Estimator already defines a "
-                                 "default metric with the same name.")
-            metrics = {**spec.eval_metric_ops, "loss": tf.compat.v1.metrics.mean(spec.loss)}
-            values, updates = {}, []
-            for key, metric in metrics.items():
-                if isinstance(metric, tuple):
-                    values[key], update = metric
-                else:  # a Metric object, updated in the model_fn
-                    values[key], update = metric.result(), tf.no_op()
-                updates.append(update)
-            values["global_step"] = global_step
-            update = tf.group(*updates)
-            final = tf.compat.v1.train.FinalOpsHook(values)
+            scaffold, update_op, values, all_hooks = self._evaluation_graph(input_fn, hooks, checkpoint_path)
             check_restorable(checkpoint_path)
-            all_hooks = [*input_hooks, *hooks, *spec.evaluation_hooks, _StopAfterNEvalsHook(steps), final]
-            creator = tf.compat.v1.train.ChiefSessionCreator(
-                scaffold=self._scaffold(spec), checkpoint_filename_with_path=checkpoint_path,
-                master=self.config.evaluation_master, config=_default_session_config(self.config))
-            logging.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
-            started = time.time()
-            with tf.compat.v1.train.MonitoredSession(session_creator=creator, hooks=all_hooks) as session:
-                while not session.should_stop():
-                    session.run(update)
-            logging.info("Inference Time : %.5fs", time.time() - started)
-            logging.info("Finished evaluation at %s", time.strftime("%Y-%m-%d-%H:%M:%S"))
-        results = dict(final.final_ops_values)
+            results = tf_internals.evaluate_once(
+                checkpoint_path=checkpoint_path, master=self._config.evaluation_master, scaffold=scaffold,
+                eval_ops=update_op, final_ops=values, hooks=all_hooks, config=self._session_config)
         step = int(results["global_step"])
-        logging.info("Saving dict for global step %d: %s", step,
-                     ", ".join(f"{key} = {results[key]}" for key in sorted(results)))
-        _write_summaries(self.eval_dir(name), results, step, checkpoint_path)
+        write_dict_to_summary(self.eval_dir(name), results, step)
+        if checkpoint_path:
+            write_checkpoint_path_to_summary(self.eval_dir(name), checkpoint_path, step)
         return results
+
+    def _evaluation_graph(self, input_fn: Callable, hooks: list, checkpoint_path: str | None) -> tuple:
+        """(scaffold, the op updating every metric, {name: value}, hooks) of an evaluation in this graph."""
+        features, labels, input_hooks = self._features_and_labels(input_fn, ModeKeys.EVAL)
+        spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
+        if LOSS_METRIC_KEY in spec.eval_metric_ops:
+            raise ValueError(f'Metric with name "{LOSS_METRIC_KEY}" is not allowed, because Estimator already defines '
+                             "a default metric with the same name.")
+        metrics = {**spec.eval_metric_ops, LOSS_METRIC_KEY: _v1.metrics.mean(spec.loss)}
+        self._maybe_warm_start(checkpoint_path)
+        values = {name: metric[0] for name, metric in sorted(metrics.items())}
+        update_op = tf.group(*(metric[1] for _, metric in sorted(metrics.items())))
+        if _v1.GraphKeys.GLOBAL_STEP in values:
+            raise ValueError("Metric with name `global_step` is not allowed, because Estimator already defines a "
+                             "default metric with the same name.")
+        values[_v1.GraphKeys.GLOBAL_STEP] = _v1.train.get_global_step()
+        scaffold = spec.scaffold
+        if scaffold.local_init_op is not None:  # the model's own local init, and the metrics' and eval step's
+            tf_internals.create_eval_step()
+            scaffold = _v1.train.Scaffold(
+                local_init_op=tf.group(scaffold.local_init_op, _v1.train.Scaffold.default_local_init_op()),
+                copy_from_scaffold=scaffold)
+        return scaffold, update_op, values, [*input_hooks, *hooks, *spec.evaluation_hooks]
 
     # -- predict -----------------------------------------------------------------
     def predict(self, input_fn: Callable, predict_keys: Sequence[str] | None = None, hooks=None,
@@ -467,24 +590,28 @@ class Estimator:
         """Yields the model_fn's predictions per example (or per batch), from a checkpoint."""
         hooks = _check_hooks(hooks)
         checkpoint_path = checkpoint_path or self.latest_checkpoint()
-        if checkpoint_path is None:
-            logging.info("Could not find trained model in model_dir: %s, running initialization to predict.",
-                         self.model_dir)
+        if not checkpoint_path:
+            tf.compat.v1.logging.info(f"Could not find trained model in model_dir: {self._model_dir}, running initialization "
+                             "to predict.")
         with self._new_graph():
             features, _, input_hooks = self._features_and_labels(input_fn, ModeKeys.PREDICT)
+            if not _uses_dataset_or_queue(features):
+                tf.compat.v1.logging.warning("Input graph does not use tf.data.Dataset or contain a QueueRunner. That means "
+                                    "predict yields forever. This is probably a mistake.")
             spec = self._call_model_fn(features, None, ModeKeys.PREDICT, self.config)
+            self._maybe_warm_start(checkpoint_path)
             predictions = _extract_keys(spec.predictions, predict_keys)
             check_restorable(checkpoint_path)
-            creator = tf.compat.v1.train.ChiefSessionCreator(
-                scaffold=self._scaffold(spec), checkpoint_filename_with_path=checkpoint_path,
-                master=self.config.master, config=_default_session_config(self.config))
-            with tf.compat.v1.train.MonitoredSession(
-                    session_creator=creator, hooks=[*input_hooks, *hooks, *spec.prediction_hooks]) as session:
+            creator = _v1.train.ChiefSessionCreator(
+                checkpoint_filename_with_path=checkpoint_path, master=self._config.master, scaffold=spec.scaffold,
+                config=self._session_config)
+            with _v1.train.MonitoredSession(session_creator=creator,
+                                            hooks=[*input_hooks, *hooks, *spec.prediction_hooks]) as session:
                 while not session.should_stop():
                     values = session.run(predictions)
                     if not yield_single_examples:
                         yield values
-                    elif not isinstance(values, dict):
+                    elif not isinstance(predictions, dict):
                         yield from values
                     else:
                         for index in range(_batch_length(values)):
@@ -494,33 +621,54 @@ class Estimator:
     def export_saved_model(self, export_dir_base: str, serving_input_receiver_fn: Callable,
                            assets_extra: dict | None = None, as_text: bool = False,
                            checkpoint_path: str | None = None, experimental_mode: str = ModeKeys.PREDICT) -> bytes:
-        """Writes `<export_dir_base>/<timestamp>` (built under a temporary name); returns that path."""
+        """Writes `<export_dir_base>/<timestamp>` (built under a temporary name); returns that path as bytes."""
         if not serving_input_receiver_fn:
             raise ValueError("An input_receiver_fn must be defined.")
-        if experimental_mode != ModeKeys.PREDICT:
-            raise NotImplementedError("experimental_mode other than PREDICT is not supported by compat.estimator")
+        return self._export_all_saved_models(export_dir_base, {experimental_mode: serving_input_receiver_fn},
+                                             assets_extra=assets_extra, as_text=as_text,
+                                             checkpoint_path=checkpoint_path, strip_default_attrs=True)
+
+    def experimental_export_all_saved_models(self, export_dir_base: str, input_receiver_fn_map: dict,
+                                             assets_extra: dict | None = None, as_text: bool = False,
+                                             checkpoint_path: str | None = None) -> bytes:
+        """One SavedModel with a meta graph per mode in `input_receiver_fn_map` (train, eval and/or predict),
+        each with TF 2.15's tags and signatures; the variables are saved once."""
+        return self._export_all_saved_models(export_dir_base, input_receiver_fn_map, assets_extra=assets_extra,
+                                             as_text=as_text, checkpoint_path=checkpoint_path,
+                                             strip_default_attrs=True)
+
+    def export_savedmodel(self, export_dir_base: str, serving_input_receiver_fn: Callable,
+                          assets_extra: dict | None = None, as_text: bool = False,
+                          checkpoint_path: str | None = None, strip_default_attrs: bool = False) -> bytes:
+        """The TF 1.x name of export_saved_model."""
+        if not serving_input_receiver_fn:
+            raise ValueError("An input_receiver_fn must be defined.")
+        return self._export_all_saved_models(export_dir_base, {ModeKeys.PREDICT: serving_input_receiver_fn},
+                                             assets_extra=assets_extra, as_text=as_text,
+                                             checkpoint_path=checkpoint_path, strip_default_attrs=strip_default_attrs)
+
+    def _export_all_saved_models(self, export_dir_base: str, input_receiver_fn_map: dict,
+                                 assets_extra: dict | None = None, as_text: bool = False,
+                                 checkpoint_path: str | None = None, strip_default_attrs: bool = True) -> bytes:
         checkpoint_path = checkpoint_path or self.latest_checkpoint()
-        if checkpoint_path is None:
-            raise ValueError(f"Couldn't find trained model at {self.model_dir}.")
+        if not checkpoint_path:
+            if not self._warm_start_settings:
+                raise ValueError(f"Couldn't find trained model at {self._model_dir}.")
+            checkpoint_path = self._warm_start_settings.ckpt_to_initialize_from
+            if tf.io.gfile.isdir(checkpoint_path):
+                checkpoint_path = tf.train.latest_checkpoint(checkpoint_path)
+        modes = [mode for mode in (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT) if input_receiver_fn_map.get(mode)]
+        if not modes:
+            raise ValueError(f"No valid modes for exporting found. Got {list(input_receiver_fn_map)}.")
         export_dir = timestamped_dir(export_dir_base)
 
         def build(folder: str) -> None:
             saved = os.path.join(folder, "saved_model")  # the builder needs a folder that does not exist yet
-            with self._new_graph() as graph:
-                receiver = serving_input_receiver_fn()
-                spec = self._call_model_fn(receiver.features, None, ModeKeys.PREDICT, self.config)
-                signatures = export_lib.build_all_signature_defs(receiver.receiver_tensors, spec.export_outputs,
-                                                                 receiver.receiver_tensors_alternatives)
-                saver = self._saver(spec)
-                main_op = tf.group(tf.compat.v1.local_variables_initializer(), tf.compat.v1.tables_initializer())
-                with tf.compat.v1.Session(graph=graph, config=_default_session_config(self.config)) as session:
-                    saver.restore(session, checkpoint_path)
-                    builder = tf.compat.v1.saved_model.Builder(saved)
-                    builder.add_meta_graph_and_variables(
-                        session, [tf.saved_model.SERVING], signature_def_map=signatures,
-                        assets_collection=tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.ASSET_FILEPATHS),
-                        main_op=main_op, saver=saver, strip_default_attrs=True)
-                    builder.save(as_text)
+            builder = _v1.saved_model.Builder(saved)
+            for index, mode in enumerate(modes):
+                self._add_meta_graph_for_mode(builder, input_receiver_fn_map[mode], checkpoint_path, mode,
+                                              save_variables=index == 0, strip_default_attrs=strip_default_attrs)
+            builder.save(as_text)
             for name in os.listdir(saved):
                 os.rename(os.path.join(saved, name), os.path.join(folder, name))
             os.rmdir(saved)
@@ -530,10 +678,45 @@ class Estimator:
                 shutil.copyfile(source, target)
 
         atomic.publish_folder(export_dir, build)
-        logging.info("SavedModel written to: %s", export_dir)
+        tf.compat.v1.logging.info("SavedModel written to: %s", export_dir)
         return export_dir.encode()
 
-    export_savedmodel = export_saved_model
+    def _add_meta_graph_for_mode(self, builder, receiver_fn: Callable, checkpoint_path: str, mode: str,
+                                 save_variables: bool, strip_default_attrs: bool) -> None:
+        """One meta graph of the export: the model_fn in `mode` on the receiver's inputs, restored."""
+        with self._new_graph() as graph:
+            receiver = receiver_fn()
+            spec = self._call_model_fn(receiver.features, getattr(receiver, "labels", None), mode, self.config)
+            outputs = export_lib.export_utils.export_outputs_for_mode(
+                mode=spec.mode, serving_export_outputs=spec.export_outputs, predictions=spec.predictions,
+                loss=spec.loss, metrics=spec.eval_metric_ops)
+            signatures = export_lib.build_all_signature_defs(
+                receiver.receiver_tensors, outputs, getattr(receiver, "receiver_tensors_alternatives", None),
+                serving_only=(mode == ModeKeys.PREDICT))
+            saver = self._saver(spec)
+            local_init_op = spec.scaffold.local_init_op
+            if local_init_op is None:
+                local_init_op = _v1.train.Scaffold.default_local_init_op()
+            with _v1.Session(graph=graph, config=self._session_config) as session:
+                try:
+                    saver.restore(session, checkpoint_path)
+                except tf.errors.NotFoundError as error:
+                    raise ValueError(
+                        "Could not load all requested variables from checkpoint. Please make sure your model_fn does "
+                        f"not expect variables that were not saved in the checkpoint.\n\nEncountered error with mode "
+                        f"`{mode}` while restoring checkpoint from: `{checkpoint_path}`. Full Traceback:\n\n{error}"
+                    ) from error
+                tf_internals.add_train_op(builder, spec.train_op)
+                kwargs = dict(tags=export_lib.export_utils.EXPORT_TAG_MAP[mode], signature_def_map=signatures,
+                              assets_collection=_v1.get_collection(_v1.GraphKeys.ASSET_FILEPATHS),
+                              main_op=local_init_op, saver=saver, strip_default_attrs=strip_default_attrs)
+                if save_variables:
+                    builder.add_meta_graph_and_variables(session, **kwargs)
+                else:
+                    builder.add_meta_graph(**kwargs)
+
+
+EstimatorV2 = Estimator
 
 
 def _extract_keys(predictions: Any, predict_keys: Sequence[str] | None) -> Any:
@@ -544,7 +727,7 @@ def _extract_keys(predictions: Any, predict_keys: Sequence[str] | None) -> Any:
         raise ValueError("predict_keys argument is not valid in case of non-dict predictions.")
     kept = {key: value for key, value in predictions.items() if key in predict_keys}
     if not kept:
-        raise ValueError(f"Expected to run at least one output from {sorted(predictions)}, provided {predict_keys}.")
+        raise ValueError(f"Expected to run at least one output from {list(predictions)}, provided {predict_keys}.")
     return kept
 
 

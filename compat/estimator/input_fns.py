@@ -112,10 +112,37 @@ def call_input_fn(input_fn: Callable, mode: str, config: Any, params: dict,
 
 
 def split_features_labels(element: Any) -> tuple[Any, Any]:
-    """`(features, labels)` of one element; a lone object is features with labels None."""
-    if isinstance(element, tuple) and len(element) == 2:
-        return element
+    """`(features, labels)` of one element, as TF 2.15 read it: a tuple or list must have two items; anything
+    else is features, with labels None."""
+    if isinstance(element, (tuple, list)):
+        if len(element) != 2:
+            raise ValueError("input_fn should return (features, labels) as a len 2 tuple.")
+        return element[0], element[1]
     return element, None
+
+
+class DatasetInitializerHook(tf.compat.v1.train.SessionRunHook):
+    """Initialises an input_fn's dataset iterator once the session exists."""
+
+    def __init__(self, iterator) -> None:
+        self._iterator = iterator
+
+    def begin(self):
+        self._initializer = self._iterator.initializer
+
+    def after_create_session(self, session, coord):
+        session.run(self._initializer)
+
+
+def parse_input_fn_result(result: Any) -> tuple[Any, Any, list]:
+    """`(features, labels, hooks)` in the current graph from what a graph-mode input_fn returned: a Dataset
+    is read through an initializable iterator that a hook initialises."""
+    hooks = []
+    if isinstance(result, tf.data.Dataset):
+        iterator = tf.compat.v1.data.make_initializable_iterator(result)
+        hooks.append(DatasetInitializerHook(iterator))
+        result = iterator.get_next()
+    return (*split_features_labels(result), hooks)
 
 
 def with_input_options(dataset: tf.data.Dataset) -> tf.data.Dataset:

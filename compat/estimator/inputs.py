@@ -2,7 +2,9 @@
 
 As TF 2.15's: `shuffle` must be given explicitly; `num_epochs=None` repeats for
 ever; the last batch may be smaller. Built on tf.data rather than queues: the
-input_fn returns a Dataset, which both engines read.
+input_fn returns a Dataset when called eagerly (the Keras engine), and that
+dataset's next batch, as tensors, when called while a graph is built (the
+graph engine, or a program reading the tensors itself), as TF 2.15's did.
 """
 
 from __future__ import annotations
@@ -50,7 +52,11 @@ def numpy_input_fn(x: Any, y: Any = None, batch_size: int = 128, num_epochs: int
             dataset = tf.data.Dataset.from_tensor_slices((x_part, y_part))
         if shuffle:
             dataset = dataset.shuffle(queue_capacity)
-        return dataset.repeat(num_epochs).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+        dataset = dataset.repeat(num_epochs).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+        if tf.executing_eagerly():
+            return dataset
+        # Called while a graph is built, TF 2.15's input_fn gave tensors (dequeued batches): so does this one.
+        return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
 
     return input_fn
 

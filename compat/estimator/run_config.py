@@ -3,19 +3,45 @@
 TF 2.15's defaults and checks: checkpoints every 600 s unless
 `save_checkpoints_steps` (giving both is an error, both None turns checkpoints
 off), `keep_checkpoint_max=5`, `save_summary_steps=100`,
-`log_step_count_steps=100`. The cluster properties (`task_type`, `task_id`,
-`is_chief`, `num_worker_replicas`, `num_ps_replicas`, `cluster_spec`,
-`master`, `global_id_in_cluster`, `session_config`'s device filters) come
-from the `TF_CONFIG` environment variable when it names a cluster, with the
-values TF 2.15 gave them.
+`log_step_count_steps=100`. A value out of range raises ValueError, in the
+constructor and in `replace()`, with TF 2.15's message.
+
+The cluster properties (`task_type`, `task_id`, `is_chief`, `master`,
+`evaluation_master`, `num_worker_replicas`, `num_ps_replicas`,
+`cluster_spec`, `global_id_in_cluster`, the default `session_config`'s device
+filters) come from the `TF_CONFIG` environment variable, read once, when the
+config is built, with the values TF 2.15 gave them. Three shapes:
+
+- no `cluster`: one process training alone (a worker, index 0, the chief);
+- a cluster coordinated by a `chief` job (TF 2's spelling); an `evaluator`
+  task stands outside it;
+- a cluster coordinated by a `master` job (TF 1's spelling), which takes no
+  `chief` and no evaluator.
+
+TF_CONFIG may also carry `session_master`, `eval_session_master`, `model_dir`
+and `service` (a dict handed through as `config.service`).
+
+RunConfig describes a cluster; it does not decide whether this project can
+train on it. `compat.distribution.check_cluster` and
+`compat.estimator.training` refuse the shapes that do not run here (`ps`
+jobs, for one).
+
+One deliberate difference from TF 2.15: given a `train_distribute` strategy
+and a cluster, TF 2.15 left the cluster properties at their one-machine
+values for its distribute coordinator to fill in later. This project has no
+coordinator: the Keras engine runs MultiWorkerMirroredStrategy in every task,
+and each task needs its own `is_chief` and `task_id` from the start, so they
+come from TF_CONFIG whatever the strategy.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import inspect
 import json
 import os
-import tempfile
-from typing import Any
+from typing import Any, Callable
 
 import tensorflow as tf
 from absl import logging
@@ -23,6 +49,7 @@ from absl import logging
 _DEFAULT_SAVE_SECS = 600
 _UNSET = object()  # tells "not given" from an explicit None, which turns checkpoints off
 _GRPC = "grpc://"
+_LOCAL_MASTER = ""  # an in-process session: no address to reach
 
 
 class TaskType:
@@ -40,55 +67,300 @@ _REPLACEABLE = ("model_dir", "tf_random_seed", "save_summary_steps", "save_check
                 "experimental_distribute", "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
                 "checkpoint_save_graph_def")
 
+_BOTH_CADENCES = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
+_FROM_TF_CONFIG = "Note that these values may be coming from the TF_CONFIG environment variable."
 
-def _tf_config() -> dict:
+
+# -- argument checks -------------------------------------------------------------
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int)
+
+
+def _takes_only_op(device_fn: Any) -> bool:
+    """TF 2.15 called device_fn(op): its positional parameters must be exactly `op` (a partial's bound
+    ones left out), or the call would fail deep inside graph building."""
+    if not callable(device_fn):
+        return False
+    try:
+        parameters = inspect.signature(device_fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check it against
+        return False
+    positional = [p.name for p in parameters
+                  if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    return positional == ["op"]
+
+
+# (setting, test its value must pass when it is not None, TF 2.15's message when it does not)
+_RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ("model_dir", lambda value: value != "", "model_dir should be non-empty"),
+    ("save_summary_steps", lambda value: value >= 0, "save_summary_steps should be >= 0"),
+    ("save_checkpoints_steps", lambda value: value >= 0, "save_checkpoints_steps should be >= 0"),
+    ("save_checkpoints_secs", lambda value: value >= 0, "save_checkpoints_secs should be >= 0"),
+    ("session_config", lambda value: isinstance(value, tf.compat.v1.ConfigProto),
+     "session_config must be instance of ConfigProto"),
+    ("keep_checkpoint_max", lambda value: value >= 0, "keep_checkpoint_max should be >= 0"),
+    ("keep_checkpoint_every_n_hours", lambda value: value > 0, "keep_checkpoint_every_n_hours should be > 0"),
+    ("log_step_count_steps", lambda value: value > 0, "log_step_count_steps should be > 0"),
+    ("tf_random_seed", _is_int, "tf_random_seed must be integer."),
+    ("experimental_max_worker_delay_secs", _is_int, "experimental_max_worker_delay_secs must be an integer if set."),
+    ("session_creation_timeout_secs", lambda value: value > 0, "session_creation_timeout_secs should be > 0"),
+    ("device_fn", _takes_only_op, 'device_fn must be callable with exactly one argument "op".'),
+    ("protocol", lambda value: value in ("grpc", "grpc+verbs"), "protocol should be grpc or grpc+verbs"),
+)
+
+
+def _check_settings(config: "RunConfig") -> None:
+    """Raises ValueError for the first setting out of range; None always passes (it means "use the default"
+    or "off" for each of them)."""
+    for name, passes, message in _RULES:
+        value = getattr(config, f"_{name}")
+        if value is not None and not passes(value):
+            raise ValueError(f"{message} (given {value!r})")
+
+
+def _check_strategies(train_distribute: Any, eval_distribute: Any) -> None:
+    """TF 2's ParameterServerStrategy drives its own coordinator and cannot run inside an Estimator; TF 2.15
+    refused it by its exact class, pointing at the v1 class Estimators could use."""
+    refused = tf.distribute.experimental.ParameterServerStrategy
+    for strategy in (train_distribute, eval_distribute):
+        if strategy is not None and type(strategy) is refused:
+            raise ValueError("Please use `tf.compat.v1.distribute.experimental.ParameterServerStrategy` for "
+                             "parameter server strategy with estimator.")
+
+
+def _adopt_experimental_distribute(config: "RunConfig") -> None:
+    """`experimental_distribute` (a DistributeConfig) may carry the strategies instead of the arguments; the
+    two ways together are ambiguous, so TF 2.15 refused them."""
+    holder = config._experimental_distribute
+    if holder is None:
+        return
+    for name in ("train_distribute", "eval_distribute"):
+        carried = getattr(holder, name, None)
+        if carried is None:
+            continue
+        if getattr(config, f"_{name}") is not None:
+            raise ValueError(f"Either `{name}` or `experimental_distribute.{name}` can be set.")
+        setattr(config, f"_{name}", carried)
+
+
+# -- TF_CONFIG -------------------------------------------------------------------
+
+def _read_tf_config() -> dict:
+    """TF_CONFIG as a dict; an unset variable is an empty one. Set but not a JSON object is an error, not a
+    silent one-machine run (TF 2.15 refused "" too)."""
     text = os.environ.get("TF_CONFIG")
-    if not text:
+    if text is None:
         return {}
     try:
-        return json.loads(text)
+        tf_config = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"TF_CONFIG is not valid JSON ({error}): {text!r}") from error
+    if not isinstance(tf_config, dict):
+        raise ValueError(f"TF_CONFIG must be a JSON object, given {text!r}")
+    if tf_config:
+        logging.info("TF_CONFIG environment variable: %s", tf_config)
+    return tf_config
 
 
-def _global_id(cluster: dict, task_type: str, task_id: int) -> int:
-    """The chief first, then the workers, then the other jobs in name order (evaluators have none)."""
-    order = [job for job in (TaskType.CHIEF, TaskType.WORKER) if job in cluster]
-    order += sorted(job for job in cluster if job not in (TaskType.CHIEF, TaskType.WORKER, TaskType.EVALUATOR))
-    global_id = 0
-    for job in order:
+def _settled_model_dir(tf_config: dict, model_dir: Any) -> str | None:
+    """The constructor's model_dir, else TF_CONFIG's; giving both is fine only when they agree."""
+    if model_dir is not None:
+        model_dir = os.fspath(model_dir)
+    # An empty string would read as "not given" below and leave a confusing None; refuse it by name.
+    if model_dir == "":
+        raise ValueError("model_dir should be non-empty.")
+    from_tf_config = tf_config.get("model_dir")
+    if from_tf_config == "":
+        raise ValueError("model_dir in TF_CONFIG should be non-empty.")
+    if from_tf_config:
+        if model_dir and model_dir != from_tf_config:
+            raise ValueError("`model_dir` provided in RunConfig construct, if set, must have the same value as the "
+                             f"model_dir in TF_CONFIG. model_dir: {model_dir}, TF_CONFIG[\"model_dir\"]: "
+                             f"{from_tf_config}. Give one of them, or the same folder to both.")
+        logging.info("Using model_dir in TF_CONFIG: %s", from_tf_config)
+    return model_dir or from_tf_config
+
+
+def _service(tf_config: dict) -> dict | None:
+    """TF_CONFIG's `service`: the platform's own settings, handed through untouched; only its shape is checked."""
+    service = tf_config.get("service")
+    if service is not None and not isinstance(service, dict):
+        raise TypeError(f'If "service" is set in TF_CONFIG, it must be a dict. Given {type(service)}')
+    return service
+
+
+@dataclasses.dataclass(frozen=True)
+class _Placement:
+    """Where this process stands: everything RunConfig derives from TF_CONFIG's cluster and task."""
+
+    cluster_spec: tf.train.ClusterSpec
+    task_type: str
+    task_id: int
+    is_chief: bool
+    master: str
+    evaluation_master: str
+    num_ps_replicas: int
+    num_worker_replicas: int
+    global_id_in_cluster: int | None
+
+
+def _task_of(tf_config: dict) -> dict:
+    task = tf_config.get("task") or {}
+    if not isinstance(task, dict):
+        raise ValueError(f'TF_CONFIG\'s "task" must be an object with "type" and "index", given {task!r}')
+    return task
+
+
+def _alone(tf_config: dict) -> _Placement:
+    """No cluster: this process trains by itself, so it can only be worker 0, and it is the chief."""
+    task = _task_of(tf_config)
+    task_type = task.get("type", TaskType.WORKER)
+    task_id = int(task.get("index", 0))
+    if task_type != TaskType.WORKER:
+        raise ValueError('If "cluster" is not set in TF_CONFIG, task type must be WORKER. '
+                         f"Given {task_type!r}: add the cluster it belongs to, or drop the task.")
+    if task_id != 0:
+        raise ValueError('If "cluster" is not set in TF_CONFIG, task index must be 0. '
+                         f"Given {task_id}: add the cluster it belongs to, or drop the task.")
+    return _Placement(cluster_spec=tf.train.ClusterSpec({}), task_type=task_type, task_id=task_id, is_chief=True,
+                      master=tf_config.get("session_master", _LOCAL_MASTER),
+                      evaluation_master=tf_config.get("eval_session_master", _LOCAL_MASTER),
+                      num_ps_replicas=0, num_worker_replicas=1, global_id_in_cluster=0)
+
+
+def _checked_task(cluster_spec: tf.train.ClusterSpec, task: dict, coordinator: str) -> tuple[str, int]:
+    """This process's (type, index), checked against a cluster led by one `coordinator` (chief or master).
+
+    An evaluator's index has no upper bound: it need not be listed in the cluster.
+    """
+    if coordinator not in cluster_spec.jobs:
+        raise ValueError(f'If "cluster" is set in TF_CONFIG, it must have one "{coordinator}" node.')
+    if len(cluster_spec.job_tasks(coordinator)) > 1:
+        raise ValueError(f'The "cluster" in TF_CONFIG must have only one "{coordinator}" node.')
+    task_type, task_id = task.get("type"), task.get("index")
+    if not task_type:
+        raise ValueError('If "cluster" is set in TF_CONFIG, task type must be set.')
+    if task_id is None:
+        raise ValueError('If "cluster" is set in TF_CONFIG, task index must be set.')
+    task_id = int(task_id)
+    if task_id < 0:
+        raise ValueError("Task index must be non-negative number.")
+    if task_type == TaskType.EVALUATOR:
+        return task_type, task_id
+    if task_type not in cluster_spec.jobs:
+        raise ValueError(f"{task_type} is not a valid task_type in the cluster_spec: {cluster_spec.as_dict()}. "
+                         f"{_FROM_TF_CONFIG}")
+    if task_id >= len(cluster_spec.job_tasks(task_type)):
+        raise ValueError(f"{task_id} is not a valid task_id for task_type {task_type} in the cluster_spec: "
+                         f"{cluster_spec.as_dict()}. {_FROM_TF_CONFIG}")
+    return task_type, task_id
+
+
+def _session_master(cluster_spec: tf.train.ClusterSpec, task_type: str, task_id: int, tf_config: dict) -> str:
+    """TF_CONFIG's `session_master` if given; a one-task cluster runs in process (an RPC to itself would
+    only cost time); otherwise this task's own server (between-graph replication)."""
+    if "session_master" in tf_config:
+        return tf_config["session_master"]
+    jobs = cluster_spec.jobs
+    if len(jobs) == 1 and len(cluster_spec.job_tasks(jobs[0])) == 1:
+        return _LOCAL_MASTER
+    return _GRPC + cluster_spec.task_address(task_type, task_id)
+
+
+def _global_id(cluster_spec: tf.train.ClusterSpec, task_type: str, task_id: int, coordinator: str) -> int:
+    """A number unique across the cluster's tasks: the coordinator is 0, then every other job but `ps` in
+    name order (an `evaluator` job listed in the cluster takes numbers too), and `ps` last."""
+    jobs = [coordinator] + sorted(job for job in cluster_spec.jobs if job not in (coordinator, TaskType.PS))
+    if TaskType.PS in cluster_spec.jobs:
+        jobs.append(TaskType.PS)
+    first = 0
+    for job in jobs:
         if job == task_type:
-            return global_id + task_id
-        global_id += len(cluster[job])
-    raise ValueError(f"TF_CONFIG's task type '{task_type}' is not in its cluster {sorted(cluster)}")
+            return first + task_id
+        first += len(cluster_spec.job_tasks(job))
+    raise ValueError(f"task type {task_type!r} is not in the cluster {cluster_spec.as_dict()}")
 
 
-def _cluster_session_config(task_type: str, task_id: int) -> tf.compat.v1.ConfigProto:
-    filters = {TaskType.WORKER: ["/job:ps", f"/job:worker/task:{task_id}"],
+def _in_cluster(cluster_spec: tf.train.ClusterSpec, task_type: str, task_id: int, tf_config: dict,
+                coordinator: str) -> _Placement:
+    """A training task (not an evaluator) of a cluster led by `coordinator`."""
+    jobs = cluster_spec.as_dict()
+    return _Placement(
+        cluster_spec=cluster_spec, task_type=task_type, task_id=task_id, is_chief=task_type == coordinator,
+        master=_session_master(cluster_spec, task_type, task_id, tf_config),
+        evaluation_master=_LOCAL_MASTER,
+        num_ps_replicas=len(jobs.get(TaskType.PS, [])),
+        num_worker_replicas=len(jobs.get(TaskType.WORKER, [])) + len(jobs.get(coordinator, [])),
+        global_id_in_cluster=_global_id(cluster_spec, task_type, task_id, coordinator))
+
+
+def _led_by_chief(cluster_spec: tf.train.ClusterSpec, tf_config: dict) -> _Placement:
+    task_type, task_id = _checked_task(cluster_spec, _task_of(tf_config), TaskType.CHIEF)
+    if task_type == TaskType.EVALUATOR:
+        # The evaluator only reads checkpoints: it joins no training session and counts in no replica total.
+        return _Placement(cluster_spec=tf.train.ClusterSpec({}), task_type=task_type, task_id=task_id, is_chief=False,
+                          master=_LOCAL_MASTER,
+                          evaluation_master=tf_config.get("eval_session_master", _LOCAL_MASTER),
+                          num_ps_replicas=0, num_worker_replicas=0, global_id_in_cluster=None)
+    return _in_cluster(cluster_spec, task_type, task_id, tf_config, TaskType.CHIEF)
+
+
+def _led_by_master(cluster_spec: tf.train.ClusterSpec, tf_config: dict) -> _Placement:
+    """TF 1's cluster: `master` plays the chief. With a `chief` job too it would be unclear which one leads,
+    and TF 1 had no separate evaluator task, so TF 2.15 refused both."""
+    if TaskType.CHIEF in cluster_spec.jobs:
+        raise ValueError("If `master` node exists in `cluster`, job `chief` is not supported. "
+                         "Name the coordinator either `chief` or `master`, not both.")
+    task_type, task_id = _checked_task(cluster_spec, _task_of(tf_config), TaskType.MASTER)
+    if task_type == TaskType.EVALUATOR:
+        raise ValueError("If `master` node exists in `cluster`, task_type `evaluator` is not supported. "
+                         "Rename the `master` job to `chief` to run an evaluator.")
+    return _in_cluster(cluster_spec, task_type, task_id, tf_config, TaskType.MASTER)
+
+
+def _placement(tf_config: dict) -> _Placement:
+    cluster_spec = tf.train.ClusterSpec(tf_config.get("cluster") or {})
+    if not cluster_spec.jobs:
+        return _alone(tf_config)
+    if TaskType.MASTER in cluster_spec.jobs:
+        return _led_by_master(cluster_spec, tf_config)
+    return _led_by_chief(cluster_spec, tf_config)
+
+
+def _cluster_session_config(task_type: str, task_id: int) -> tf.compat.v1.ConfigProto | None:
+    """TF 2.15's session config for a task of a between-graph cluster: each task sees only the devices it
+    works with (the ps, and itself), so a session does not wait on every other task. None for an evaluator
+    or a job of another name: nothing to filter for them."""
+    filters = {TaskType.MASTER: ["/job:ps", "/job:master"],
                TaskType.CHIEF: ["/job:ps", "/job:chief"],
-               TaskType.MASTER: ["/job:ps", "/job:master"],
-               TaskType.PS: ["/job:ps", "/job:worker", "/job:chief", "/job:master"]}.get(task_type, [])
+               TaskType.WORKER: ["/job:ps", f"/job:worker/task:{task_id}"],
+               TaskType.PS: ["/job:ps", "/job:worker", "/job:chief", "/job:master"]}.get(task_type)
+    if filters is None:
+        return None
     config = tf.compat.v1.ConfigProto(allow_soft_placement=True, device_filters=filters)
     config.graph_options.rewrite_options.meta_optimizer_iterations = 1  # ONE
     return config
 
+
+# -- RunConfig -------------------------------------------------------------------
 
 class RunConfig:
     """tf.estimator.RunConfig."""
 
     def __init__(
         self,
-        model_dir: str | None = None,
+        model_dir: str | os.PathLike | None = None,
         tf_random_seed: int | None = None,
-        save_summary_steps: int = 100,
+        save_summary_steps: int | None = 100,
         save_checkpoints_steps: Any = _UNSET,
         save_checkpoints_secs: Any = _UNSET,
         session_config: tf.compat.v1.ConfigProto | None = None,
-        keep_checkpoint_max: int = 5,
-        keep_checkpoint_every_n_hours: float = 10000,
-        log_step_count_steps: int = 100,
+        keep_checkpoint_max: int | None = 5,
+        keep_checkpoint_every_n_hours: float | None = 10000,
+        log_step_count_steps: int | None = 100,
         train_distribute: Any = None,
-        device_fn: Any = None,
+        device_fn: Callable | None = None,
         protocol: str | None = None,
         eval_distribute: Any = None,
         experimental_distribute: Any = None,
@@ -98,28 +370,14 @@ class RunConfig:
     ):
         if save_checkpoints_steps is _UNSET and save_checkpoints_secs is _UNSET:
             save_checkpoints_steps, save_checkpoints_secs = None, _DEFAULT_SAVE_SECS
+        # Naming one cadence, even as None, leaves the other off.
         save_checkpoints_steps = None if save_checkpoints_steps is _UNSET else save_checkpoints_steps
         save_checkpoints_secs = None if save_checkpoints_secs is _UNSET else save_checkpoints_secs
         if save_checkpoints_steps is not None and save_checkpoints_secs is not None:
-            raise ValueError("`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set.")
-        checks = [
-            (save_summary_steps is None or save_summary_steps >= 0, "save_summary_steps should be >= 0"),
-            (save_checkpoints_steps is None or save_checkpoints_steps >= 0, "save_checkpoints_steps should be >= 0"),
-            (save_checkpoints_secs is None or save_checkpoints_secs >= 0, "save_checkpoints_secs should be >= 0"),
-            (keep_checkpoint_max is None or keep_checkpoint_max >= 0, "keep_checkpoint_max should be >= 0"),
-            (keep_checkpoint_every_n_hours is None or keep_checkpoint_every_n_hours > 0,
-             "keep_checkpoint_every_n_hours should be > 0"),
-            (log_step_count_steps is None or log_step_count_steps >= 0, "log_step_count_steps should be >= 0"),
-            (tf_random_seed is None or isinstance(tf_random_seed, int), "tf_random_seed must be integer."),
-            (session_config is None or isinstance(session_config, tf.compat.v1.ConfigProto),
-             "session_config must be instance of ConfigProto"),
-            (device_fn is None or callable(device_fn), "device_fn must be callable"),
-            (protocol in (None, "grpc", "grpc+verbs"), f"protocol should be grpc or grpc+verbs, given {protocol!r}"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
-        self._model_dir = model_dir
+            raise ValueError(_BOTH_CADENCES)
+        _check_strategies(train_distribute, eval_distribute)
+        tf_config = _read_tf_config()
+        self._model_dir = _settled_model_dir(tf_config, model_dir)
         self._tf_random_seed = tf_random_seed
         self._save_summary_steps = save_summary_steps
         self._save_checkpoints_steps = save_checkpoints_steps
@@ -136,42 +394,18 @@ class RunConfig:
         self._experimental_max_worker_delay_secs = experimental_max_worker_delay_secs
         self._session_creation_timeout_secs = session_creation_timeout_secs
         self._checkpoint_save_graph_def = checkpoint_save_graph_def
-        self._init_cluster(_tf_config())
+        _check_settings(self)
+        _adopt_experimental_distribute(self)
+        self._service = _service(tf_config)
+        self._set_placement(_placement(tf_config))
+        if self._session_config is None and self._cluster_spec.jobs:
+            self._session_config = _cluster_session_config(self._task_type, self._task_id)
 
-    def _init_cluster(self, tf_config: dict) -> None:
-        cluster = tf_config.get("cluster") or {}
-        task = tf_config.get("task") or {}
-        task_type, task_id = task.get("type"), int(task.get("index", 0))
-        config_model_dir = tf_config.get("model_dir")
-        if config_model_dir and self._model_dir and config_model_dir != self._model_dir:
-            raise ValueError(f"model_dir in TF_CONFIG ({config_model_dir}) and in RunConfig ({self._model_dir}) differ")
-        self._model_dir = self._model_dir or config_model_dir
-        self._cluster = cluster
-        if task_type == TaskType.EVALUATOR:  # an evaluator stands outside the training cluster
-            self._task_type, self._task_id, self._is_chief = task_type, task_id, False
-            self._cluster_spec = tf.train.ClusterSpec({})
-            self._master, self._num_ps_replicas, self._num_worker_replicas, self._global_id = "", 0, 0, None
-            return
-        if not cluster:
-            self._task_type, self._task_id, self._is_chief = task_type or TaskType.WORKER, task_id, True
-            self._cluster_spec = tf.train.ClusterSpec({})
-            self._master, self._num_ps_replicas, self._num_worker_replicas, self._global_id = "", 0, 1, 0
-            return
-        if TaskType.CHIEF not in cluster or len(cluster[TaskType.CHIEF]) != 1:
-            raise ValueError('If "cluster" is set in TF_CONFIG, it must have one "chief" node.')
-        if not task_type:
-            raise ValueError('If "cluster" is set in TF_CONFIG, "task" must say its "type" and "index".')
-        if task_type not in cluster or task_id >= len(cluster[task_type]):
-            raise ValueError(f"TF_CONFIG's task {task_type}:{task_id} is not in its cluster {cluster}")
-        self._task_type, self._task_id = task_type, task_id
-        self._is_chief = task_type == TaskType.CHIEF
-        self._cluster_spec = tf.train.ClusterSpec(cluster)
-        self._master = _GRPC + cluster[task_type][task_id]
-        self._num_ps_replicas = len(cluster.get(TaskType.PS, []))
-        self._num_worker_replicas = len(cluster.get(TaskType.CHIEF, [])) + len(cluster.get(TaskType.WORKER, []))
-        self._global_id = _global_id(cluster, task_type, task_id)
-        if self._session_config is None:
-            self._session_config = _cluster_session_config(task_type, task_id)
+    def _set_placement(self, placement: _Placement) -> None:
+        # Kept as one `_name` attribute per property, as TF 2.15 held them: code written for it (and
+        # subclasses) reads and sets `config._is_chief` and the like.
+        for field in dataclasses.fields(placement):
+            setattr(self, f"_{field.name}", getattr(placement, field.name))
 
     # -- the settings, read-only as in TF 2.15 -----------------------------------
     model_dir = property(lambda self: self._model_dir)
@@ -197,43 +431,49 @@ class RunConfig:
     task_id = property(lambda self: self._task_id)
     is_chief = property(lambda self: self._is_chief)
     master = property(lambda self: self._master)
-    evaluation_master = property(lambda self: "")
+    evaluation_master = property(lambda self: self._evaluation_master)
     num_ps_replicas = property(lambda self: self._num_ps_replicas)
     num_worker_replicas = property(lambda self: self._num_worker_replicas)
-    global_id_in_cluster = property(lambda self: self._global_id)
-    service = property(lambda self: None)
+    global_id_in_cluster = property(lambda self: self._global_id_in_cluster)
+    service = property(lambda self: self._service)
 
     @property
     def saves_checkpoints(self) -> bool:
         return self.save_checkpoints_steps is not None or self.save_checkpoints_secs is not None
 
-    def _arguments(self) -> dict:
-        return {name: getattr(self, f"_{name}") for name in _REPLACEABLE}
+    def __deepcopy__(self, memo: dict) -> "RunConfig":
+        """A deep copy that shares the strategies: a strategy stands for devices and servers, not data, and
+        MultiWorkerMirroredStrategy refuses to be deep-copied in eager mode. The copy keeps a subclass's
+        type and any attribute set on the original (`Estimator.config` hands out such copies, as TF 2.15)."""
+        for shared in (self._train_distribute, self._eval_distribute, self._experimental_distribute):
+            if shared is not None:
+                memo.setdefault(id(shared), shared)
+        copied = object.__new__(type(self))
+        memo[id(self)] = copied
+        for name, value in self.__dict__.items():
+            setattr(copied, name, copy.deepcopy(value, memo))
+        return copied
+
+    def _copy(self) -> "RunConfig":
+        return copy.deepcopy(self)
 
     def replace(self, **changes: Any) -> "RunConfig":
-        """A new RunConfig with `changes`; the other settings kept. As TF 2.15, setting one checkpoint
-        cadence clears the other, and a name RunConfig does not take raises ValueError."""
+        """A copy with `changes`; everything else kept, the cluster placement included (TF_CONFIG is not read
+        again). Setting one checkpoint cadence to a value turns the other off; a name RunConfig does not
+        take, or a value out of range, raises ValueError."""
         for name in changes:
             if name not in _REPLACEABLE:
                 raise ValueError(f"Replacing {name} is not supported. Allowed properties are {list(_REPLACEABLE)}.")
-        arguments = self._arguments()
-        if "save_checkpoints_steps" in changes and "save_checkpoints_secs" not in changes:
-            arguments["save_checkpoints_secs"] = None
-        if "save_checkpoints_secs" in changes and "save_checkpoints_steps" not in changes:
-            arguments["save_checkpoints_steps"] = None
-        arguments.update(changes)
-        return RunConfig(**arguments)
-
-    def with_model_dir(self, model_dir: str | None) -> "RunConfig":
-        """This config with its model_dir settled: given (here or in the config), or a new temporary folder."""
-        if model_dir and self.model_dir and os.path.abspath(model_dir) != os.path.abspath(self.model_dir):
-            raise ValueError("`model_dir` are set both in constructor and `RunConfig`, but with different values. "
-                             f"In constructor: '{model_dir}', in `RunConfig`: '{self.model_dir}' ")
-        chosen = model_dir or self.model_dir
-        if chosen is None:
-            chosen = tempfile.mkdtemp()
-            logging.warning("Using temporary folder as model directory: %s", chosen)
-        config = self.replace(model_dir=os.fspath(chosen))
-        if self._session_config is not None and config._session_config is None:
-            config._session_config = self._session_config
+        config = self._copy()
+        for name, value in changes.items():
+            setattr(config, f"_{name}", value)
+        steps, secs = config._save_checkpoints_steps, config._save_checkpoints_secs
+        if "save_checkpoints_steps" in changes and "save_checkpoints_secs" in changes:
+            if steps is not None and secs is not None:
+                raise ValueError(_BOTH_CADENCES)
+        elif "save_checkpoints_steps" in changes and steps is not None:
+            config._save_checkpoints_secs = None
+        elif "save_checkpoints_secs" in changes and secs is not None:
+            config._save_checkpoints_steps = None
+        _check_settings(config)
         return config
