@@ -21,10 +21,8 @@ import types
 
 from compat import tf_internals
 from compat.estimator import early_stopping, export, inputs
-from compat.estimator.canned import (DNNClassifier, DNNEstimator, DNNLinearCombinedClassifier,
-                                     DNNLinearCombinedEstimator, DNNLinearCombinedRegressor, DNNRegressor,
-                                     LinearClassifier, LinearEstimator, LinearRegressor, classifier_parse_example_spec,
-                                     regressor_parse_example_spec)
+from compat.estimator.canned import *  # noqa: F401,F403  (the canned estimators: canned/__init__.py's __all__)
+from compat.estimator.canned import __all__ as _CANNED
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import *  # noqa: F401,F403  (the heads: compat/estimator/head/__init__.py's __all__)
 from compat.estimator.head import __all__ as _HEADS
@@ -49,16 +47,14 @@ experimental = types.SimpleNamespace(
 )
 
 __all__ = [
-    "BestExporter", "CheckpointSaverHook", "CheckpointSaverListener", "DNNClassifier",
-    "DNNEstimator", "DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor",
-    "DNNRegressor", "Estimator", "EstimatorSpec", "EvalSpec", "Exporter", "FeedFnHook", "FinalExporter",
-    "FinalOpsHook", "GlobalStepWaiterHook", "LatestExporter", "LinearClassifier", "LinearEstimator",
-    "LinearRegressor", "LoggingTensorHook", "ModeKeys", "NanLossDuringTrainingError",
+    "BestExporter", "CheckpointSaverHook", "CheckpointSaverListener",
+    "Estimator", "EstimatorSpec", "EvalSpec", "Exporter", "FeedFnHook", "FinalExporter",
+    "FinalOpsHook", "GlobalStepWaiterHook", "LatestExporter", "LoggingTensorHook", "ModeKeys", "NanLossDuringTrainingError",
     "NanTensorHook", "ProfilerHook", "RunConfig", "SecondOrStepTimer", "SessionRunArgs",
     "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook",
-    "SummarySaverHook", "TrainSpec", "VocabInfo", "WarmStartSettings", "classifier_parse_example_spec",
-    "experimental", "export", "inputs", "install", "model_to_estimator", "regressor_parse_example_spec",
-    "train_and_evaluate", "uninstall", *_HEADS,
+    "SummarySaverHook", "TrainSpec", "VocabInfo", "WarmStartSettings",
+    "experimental", "export", "inputs", "install", "model_to_estimator",
+    "train_and_evaluate", "uninstall", *_CANNED, *_HEADS,
 ]
 
 _MISSING = object()

@@ -3,12 +3,11 @@
 from compat.estimator.canned.dnn import DNNClassifier, DNNEstimator, DNNRegressor
 from compat.estimator.canned.dnn_linear_combined import (DNNLinearCombinedClassifier, DNNLinearCombinedEstimator,
                                                          DNNLinearCombinedRegressor)
-from compat.estimator.canned.head import BinaryClassHead, MultiClassHead, RegressionHead
 from compat.estimator.canned.linear import LinearClassifier, LinearEstimator, LinearRegressor
 from compat.estimator.canned.parsing_utils import classifier_parse_example_spec, regressor_parse_example_spec
 
 __all__ = [
-    "BinaryClassHead", "DNNClassifier", "DNNEstimator", "DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator",
+    "DNNClassifier", "DNNEstimator", "DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator",
     "DNNLinearCombinedRegressor", "DNNRegressor", "LinearClassifier", "LinearEstimator", "LinearRegressor",
-    "MultiClassHead", "RegressionHead", "classifier_parse_example_spec", "regressor_parse_example_spec",
+    "classifier_parse_example_spec", "regressor_parse_example_spec",
 ]
