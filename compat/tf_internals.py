@@ -194,3 +194,9 @@ def monitored_training_session(**kwargs):
     from tensorflow.python.training import training
 
     return training.MonitoredTrainingSession(**kwargs)
+
+
+def add_control_inputs(op: tf.Operation, inputs: list) -> None:
+    """Makes `op`, already in its graph, wait for `inputs` (TensorFlow has no public way after creation)."""
+    if inputs:
+        op._add_control_inputs(inputs)

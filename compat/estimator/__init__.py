@@ -31,15 +31,21 @@ from compat.estimator.hooks import (CheckpointSaverHook, FeedFnHook, FinalOpsHoo
                                     LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, ProfilerHook,
                                     SecondOrStepTimer, SessionRunArgs, SessionRunContext, SessionRunHook,
                                     SessionRunValues, StepCounterHook, StopAtStepHook, SummarySaverHook)
+from compat.estimator.export.export import build_raw_supervised_input_receiver_fn
+from compat.estimator.hooks.hooks import InMemoryEvaluatorHook, make_stop_at_checkpoint_step_hook
 from compat.estimator.keras_lib import model_to_estimator
-from compat.estimator.model_fn import EstimatorSpec, ModeKeys
+from compat.estimator.model_fn import EstimatorSpec, ModeKeys, call_logit_fn
 from compat.estimator.run_config import RunConfig
 from compat.estimator.training import CheckpointSaverListener, EvalSpec, TrainSpec, train_and_evaluate
 from compat.estimator.warm_starting import VocabInfo, WarmStartSettings
 
 # tf.estimator.experimental
 experimental = types.SimpleNamespace(
+    InMemoryEvaluatorHook=InMemoryEvaluatorHook,
+    build_raw_supervised_input_receiver_fn=build_raw_supervised_input_receiver_fn,
+    call_logit_fn=call_logit_fn,
     make_early_stopping_hook=early_stopping.make_early_stopping_hook,
+    make_stop_at_checkpoint_step_hook=make_stop_at_checkpoint_step_hook,
     stop_if_higher_hook=early_stopping.stop_if_higher_hook,
     stop_if_lower_hook=early_stopping.stop_if_lower_hook,
     stop_if_no_decrease_hook=early_stopping.stop_if_no_decrease_hook,

@@ -156,7 +156,16 @@ def _state_updates_nothing_runs(graph: tf.Graph, first_op: int, spec: EstimatorS
     return [op for op in candidates if op.name not in reached]
 
 
-def _check_hooks(hooks: Iterable | None) -> list:
+def evaluation_steps_hooks(steps: int | None) -> list:
+    """The hook that ends an evaluation after `steps` batches (none: until the input ends)."""
+    if steps is None:
+        return []
+    if steps <= 0:
+        raise ValueError(f"Must specify steps > 0, given: {steps}")
+    return [tf_internals.stop_after_n_evals_hook(steps)]
+
+
+def check_hooks(hooks: Iterable | None) -> list:
     hooks = list(hooks or ())
     for hook in hooks:
         if not isinstance(hook, _v1.train.SessionRunHook):
@@ -432,7 +441,7 @@ class Estimator:
         if max_steps is not None and max_steps <= self._checkpoint_step():
             tf.compat.v1.logging.info("Skipping training since max_steps has already saved.")
             return self
-        hooks = _check_hooks(hooks)
+        hooks = check_hooks(hooks)
         if steps is not None or max_steps is not None:
             hooks.append(_v1.train.StopAtStepHook(num_steps=steps, last_step=max_steps))
         loss = self._train_model(input_fn, hooks, _check_listeners(saving_listeners))
@@ -539,11 +548,7 @@ class Estimator:
     def evaluate(self, input_fn: Callable, steps: int | None = None, hooks=None,
                  checkpoint_path: str | None = None, name: str | None = None) -> dict:
         """Metrics of a checkpoint (default: the latest): eval_metric_ops, `loss` and `global_step`."""
-        hooks = _check_hooks(hooks)
-        if steps is not None:
-            if steps <= 0:
-                raise ValueError(f"Must specify steps > 0, given: {steps}")
-            hooks.append(tf_internals.stop_after_n_evals_hook(steps))
+        hooks = [*check_hooks(hooks), *evaluation_steps_hooks(steps)]
         if not checkpoint_path:
             checkpoint_path = self.latest_checkpoint()
             if not checkpoint_path:
@@ -552,13 +557,18 @@ class Estimator:
         with self._new_graph():
             scaffold, update_op, values, all_hooks = self._evaluation_graph(input_fn, hooks, checkpoint_path)
             check_restorable(checkpoint_path)
-            results = tf_internals.evaluate_once(
-                checkpoint_path=checkpoint_path, master=self._config.evaluation_master, scaffold=scaffold,
-                eval_ops=update_op, final_ops=values, hooks=all_hooks, config=self._session_config)
+            return self._run_evaluation(checkpoint_path, scaffold, update_op, values, all_hooks, self.eval_dir(name))
+
+    def _run_evaluation(self, checkpoint_path: str | None, scaffold, update_op, values: dict, hooks: list,
+                        output_dir: str) -> dict:
+        """Runs an evaluation graph built by `_evaluation_graph` to its end; writes and returns its results."""
+        results = tf_internals.evaluate_once(
+            checkpoint_path=checkpoint_path, master=self._config.evaluation_master, scaffold=scaffold,
+            eval_ops=update_op, final_ops=values, hooks=hooks, config=self._session_config)
         step = int(results["global_step"])
-        write_dict_to_summary(self.eval_dir(name), results, step)
+        write_dict_to_summary(output_dir, results, step)
         if checkpoint_path:
-            write_checkpoint_path_to_summary(self.eval_dir(name), checkpoint_path, step)
+            write_checkpoint_path_to_summary(output_dir, checkpoint_path, step)
         return results
 
     def _evaluation_graph(self, input_fn: Callable, hooks: list, checkpoint_path: str | None) -> tuple:
@@ -588,7 +598,7 @@ class Estimator:
     def predict(self, input_fn: Callable, predict_keys: Sequence[str] | None = None, hooks=None,
                 checkpoint_path: str | None = None, yield_single_examples: bool = True) -> Iterator:
         """Yields the model_fn's predictions per example (or per batch), from a checkpoint."""
-        hooks = _check_hooks(hooks)
+        hooks = check_hooks(hooks)
         checkpoint_path = checkpoint_path or self.latest_checkpoint()
         if not checkpoint_path:
             tf.compat.v1.logging.info(f"Could not find trained model in model_dir: {self._model_dir}, running initialization "

@@ -23,7 +23,8 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from compat.tf_internals import export_output, export_utils
+from compat import tf_internals
+from compat.tf_internals import export_utils
 
 LOSS_METRIC_KEY = "loss"
 AVERAGE_LOSS_METRIC_KEY = "average_loss"
@@ -143,6 +144,31 @@ def assignments_to(variables: list) -> list:
             if op.type in _ASSIGNMENTS and op.inputs and op.inputs[0].name in handles and op.name not in initializers]
 
 
+def _ancestor_names(op: tf.Operation) -> set[str]:
+    stack, seen = [op], set()
+    while stack:
+        current = stack.pop()
+        if current.name not in seen:
+            seen.add(current.name)
+            stack.extend(tensor.op for tensor in current.inputs)
+            stack.extend(current.control_inputs)
+    return seen
+
+
+def _all_or_none(assignments: list) -> None:
+    """Makes each assignment wait for every other one's new value, so that a batch that fails (the end of
+    the input) updates none of them.
+
+    Keras 2 chained a metric's updates (a Mean's count after its total); Keras 3
+    leaves them side by side, and a Mean's count, which needs no input, was
+    counted once more on the run that found the input exhausted.
+    """
+    values = [op.inputs[1].op for op in assignments if len(op.inputs) > 1]
+    for op in assignments:
+        waits = [value for value in values if value is not op.inputs[1].op and op.name not in _ancestor_names(value)]
+        tf_internals.add_control_inputs(op, waits)
+
+
 def metric_update_ops(metric: Any) -> list:
     """The ops that update `metric` in the default graph.
 
@@ -150,7 +176,11 @@ def metric_update_ops(metric: Any) -> list:
     list: its `update_state` assigns to its variables in the graph.
     """
     updates = getattr(metric, "updates", None)
-    return list(updates) if updates is not None else assignments_to(metric.variables)
+    if updates is not None:
+        return list(updates)
+    assignments = assignments_to(metric.variables)
+    _all_or_none(assignments)
+    return assignments
 
 
 def _make_local(variables: list) -> None:

@@ -14,63 +14,102 @@ ends after the final one; `ps` tasks are refused with the shapes that run.
 
 from __future__ import annotations
 
-import dataclasses
+import collections
 import os
 import time
-from typing import Callable, Sequence
+from typing import Any, Callable, Iterable
 
 import tensorflow as tf
 from absl import logging
 
 from compat.estimator.estimator import Estimator
+from compat.estimator.exporter import Exporter
 from compat.estimator.run_config import TaskType
 
 _EVALUATOR_POLL_SECS = 1.0  # an evaluator looks for a new checkpoint at least this often
 
 
-@dataclasses.dataclass(frozen=True)
-class TrainSpec:
+def _checked_input_fn(input_fn: Callable) -> Callable:
+    if not callable(input_fn):
+        raise TypeError(f"`input_fn` must be callable, given: {input_fn}")
+    return input_fn
+
+
+def _checked_hooks(hooks: Iterable | None) -> tuple:
+    """SessionRunHooks, or Keras callbacks (which a model_to_estimator Estimator calls as hooks)."""
+    import keras
+
+    hooks = tuple(hooks or ())
+    for hook in hooks:
+        if not isinstance(hook, (tf.compat.v1.train.SessionRunHook, keras.callbacks.Callback)):
+            raise TypeError(f"All hooks must be `SessionRunHook` instances, given: {hook}")
+    return hooks
+
+
+def _checked_listeners(listeners: Iterable | None) -> tuple:
+    listeners = tuple(listeners or ())
+    for listener in listeners:
+        if not isinstance(listener, tf.compat.v1.train.CheckpointSaverListener):
+            raise TypeError(f"All saving_listeners must be `CheckpointSaverListener` instances, given: {listener}")
+    return listeners
+
+
+def _checked_exporters(exporters: Any) -> tuple:
+    """A tuple of Exporters with distinct, non-empty string names (what `export/<name>` folders are called)."""
+    if not exporters:
+        return ()
+    if isinstance(exporters, Exporter):
+        exporters = [exporters]
+    try:
+        exporters = list(exporters)
+    except TypeError:
+        exporters = None
+    if exporters is None or not all(isinstance(exporter, Exporter) for exporter in exporters):
+        raise TypeError(f"`exporters` must be an Exporter, an iterable of Exporter, or `None`, found {exporters}.")
+    names = [exporter.name for exporter in exporters]
+    for name in names:
+        if not name:
+            raise ValueError(f"An Exporter cannot have a name that is `None` or empty. All exporter names: {names}")
+        if not isinstance(name, str):
+            raise ValueError(f"An Exporter must have a string name. Given: {type(name)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"`exporters` must have unique names. Such a name cannot be `None`. All exporter names: "
+                         f"{names}")
+    return tuple(exporters)
+
+
+class TrainSpec(collections.namedtuple("TrainSpec", ["input_fn", "max_steps", "hooks", "saving_listeners"])):
     """What `train_and_evaluate` trains: tf.estimator.TrainSpec."""
 
-    input_fn: Callable
-    max_steps: int | None = None
-    hooks: Sequence = ()
-    saving_listeners: Sequence = ()
-
-    def __post_init__(self) -> None:
-        if not callable(self.input_fn):
-            raise TypeError(f"`input_fn` must be callable, given: {self.input_fn!r}")
-        if self.max_steps is not None and self.max_steps <= 0:
-            raise ValueError(f"Must specify max_steps > 0, given: {self.max_steps}")
+    def __new__(cls, input_fn: Callable, max_steps: int | None = None, hooks: Iterable | None = None,
+                saving_listeners: Iterable | None = None):
+        _checked_input_fn(input_fn)
+        if max_steps is not None and max_steps <= 0:
+            raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
+        return super().__new__(cls, input_fn, max_steps, _checked_hooks(hooks), _checked_listeners(saving_listeners))
 
 
-@dataclasses.dataclass(frozen=True)
-class EvalSpec:
+class EvalSpec(collections.namedtuple("EvalSpec", ["input_fn", "steps", "name", "hooks", "exporters",
+                                                   "start_delay_secs", "throttle_secs"])):
     """How `train_and_evaluate` evaluates: tf.estimator.EvalSpec.
 
     `start_delay_secs` only delays a separate evaluator task; on one machine it is unused.
     """
 
-    input_fn: Callable
-    steps: int | None = 100
-    name: str | None = None
-    hooks: Sequence = ()
-    exporters: Sequence = ()
-    start_delay_secs: float = 120
-    throttle_secs: float = 600
-
-    def __post_init__(self) -> None:
-        if not callable(self.input_fn):
-            raise TypeError(f"`input_fn` must be callable, given: {self.input_fn!r}")
-        if self.steps is not None and self.steps <= 0:
-            raise ValueError(f"Must specify steps > 0, given: {self.steps}")
-        if self.throttle_secs < 0:
-            raise ValueError(f"Must specify throttle_secs >= 0, given: {self.throttle_secs}")
-        exporters = self.exporters if isinstance(self.exporters, (list, tuple)) else [self.exporters]
-        names = [e.name for e in exporters]
-        if len(set(names)) != len(names):
-            raise ValueError(f"`exporters` must have unique names, given: {names}")
-        object.__setattr__(self, "exporters", tuple(exporters))
+    def __new__(cls, input_fn: Callable, steps: int | None = 100, name: str | None = None,
+                hooks: Iterable | None = None, exporters: Any = None, start_delay_secs: float = 120,
+                throttle_secs: float = 600):
+        _checked_input_fn(input_fn)
+        if steps is not None and steps <= 0:
+            raise ValueError(f"Must specify steps > 0, given: {steps}")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"`name` must be string, given: {name}")
+        hooks, exporters = _checked_hooks(hooks), _checked_exporters(exporters)
+        if start_delay_secs < 0:
+            raise ValueError(f"Must specify start_delay_secs >= 0, given: {start_delay_secs}")
+        if throttle_secs < 0:
+            raise ValueError(f"Must specify throttle_secs >= 0, given: {throttle_secs}")
+        return super().__new__(cls, input_fn, steps, name, hooks, exporters, start_delay_secs, throttle_secs)
 
 
 # Called around checkpoint saves; `after_save` returning True stops training. TensorFlow's own class.
@@ -162,9 +201,16 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
     Returns (None, None) when `max_steps` was already reached: nothing is trained
     or evaluated (TF 2.15 with the object-based format trained one extra step).
     """
-    if not isinstance(train_spec, TrainSpec) or not isinstance(eval_spec, EvalSpec):
-        raise TypeError("train_spec must be a TrainSpec and eval_spec an EvalSpec")
+    if not isinstance(eval_spec, EvalSpec):
+        raise TypeError(f"`eval_spec` must have type `tf.estimator.EvalSpec`. Got: {type(eval_spec)}")
+    if not isinstance(estimator, Estimator):
+        raise TypeError(f"`estimator` must have type `tf.estimator.Estimator`. Got: {type(estimator)}")
+    if not isinstance(train_spec, TrainSpec):
+        raise TypeError(f"`train_spec` must have type `tf.estimator.TrainSpec`. Got: {type(train_spec)}")
     config = estimator.config
+    if config.task_type == TaskType.EVALUATOR and config.task_id > 0:
+        raise ValueError("For distributed training, there can only be one `evaluator` task (with task id 0).  Given "
+                         f"task id {config.task_id}")
     if not config.saves_checkpoints:
         raise ValueError("train_and_evaluate needs checkpoints: set save_checkpoints_steps or _secs in "
                          "the RunConfig (both are None)")

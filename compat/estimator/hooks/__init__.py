@@ -1,5 +1,7 @@
 """SessionRunHooks: TensorFlow's own (tf.compat.v1.train), under the names tf.estimator gave them.
 
+tf.estimator.experimental's own hooks are in hooks/hooks.py.
+
 A hook's `begin`, `after_create_session`, `before_run` (returning
 `SessionRunArgs`), `after_run` and `end` are called by the graph engine's
 MonitoredSession exactly as in TF 2.15; `run_context.request_stop()` ends
