@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import shutil
 import tempfile
 import time
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -682,10 +681,7 @@ class Estimator:
             for name in os.listdir(saved):
                 os.rename(os.path.join(saved, name), os.path.join(folder, name))
             os.rmdir(saved)
-            for relative, source in dict(assets_extra or {}).items():
-                target = os.path.join(folder, "assets.extra", relative)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                shutil.copyfile(source, target)
+            export_lib.write_assets_extra(folder, assets_extra)
 
         atomic.publish_folder(export_dir, build)
         tf.compat.v1.logging.info("SavedModel written to: %s", export_dir)

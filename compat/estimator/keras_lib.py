@@ -33,6 +33,7 @@ from compat import atomic, distribution
 from compat.checkpoints import restore_newest_readable
 from compat.divergence import TrainingDiverged, is_finite
 from compat.estimator import keras_checkpoint, keras_export, keras_legacy
+from compat.estimator.export import export as export_lib
 from compat.estimator.estimator import Estimator, check_train_steps, timestamped_dir
 from compat.estimator.input_fns import call_input_fn, input_fn_kwargs, split_features_labels, with_input_options
 from compat.estimator.model_fn import ModeKeys
@@ -42,6 +43,27 @@ from compat.estimator.session_hooks import HookRunner
 _MAX_STEPS_PER_CALL = 1000  # bounds the time between two looks at a stop request
 _STEPS_PER_CALL_WITH_TIMED_SAVES = 100
 _FEATURES_AND_WEIGHTS = {"features", "sample_weights"}
+
+
+class FormattedKeyError(KeyError):
+    """A KeyError whose message keeps its line breaks (Python's KeyError shows its argument's repr)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _check_covers(tensors: dict, names: list[str], what: str, kind: str) -> None:
+    """TF 2.15's error, its lines as they were, when the dict `tensors` lacks one of the model's `names`."""
+    missing = set(names) - set(tensors)
+    if missing:
+        raise FormattedKeyError(
+            f"The dictionary passed into {what} does not cover requested {kind} keys defined in the keras model."
+            f"\n\tExpected keys: {set(names)}\n\t{what} keys: {set(tensors)}\n\tMissed keys: {missing}"
+            f"\n\tName the input_fn's {what} keys after the model's {kind} layers.")
 
 
 def split_hooks(hooks: Iterable | None) -> tuple[list[keras.callbacks.Callback], list]:
@@ -168,11 +190,16 @@ class KerasEstimator(Estimator):
         if not isinstance(features, dict):
             return features
         names = [tensor.name for tensor in self._model.inputs]
-        missing = [name for name in names if name not in features]
-        if missing:
-            raise KeyError(f"the input_fn's features lack the model's input(s) {missing}; "
-                           f"it gave {sorted(features)}. Name the feature keys after the model's inputs")
+        _check_covers(features, names, "features", "input")
         return {name: features[name] for name in names}
+
+    def model_targets(self, labels: Any) -> Any:
+        """Labels as Keras takes them: a dict keyed by output name becomes the outputs' list, in order."""
+        if not isinstance(labels, dict):
+            return labels
+        names = self.output_names
+        _check_covers(labels, names, "labels", "output")
+        return labels[names[0]] if len(names) == 1 else [labels[name] for name in names]
 
     def _inputs_and_weights(self, features: Any) -> tuple[Any, Any]:
         """(model inputs, sample weights): `{'features': ..., 'sample_weights': ...}` carries weights."""
@@ -203,7 +230,7 @@ class KerasEstimator(Estimator):
         if len(model.inputs) == 1 and not isinstance(model.input, dict):
             inputs = next(iter(inputs.values()))
         predictions = model(inputs, training=False)
-        labels = tf.nest.map_structure(lambda spec: zeros([1, *spec.shape[1:]], spec.dtype), labels)
+        labels = self.model_targets(tf.nest.map_structure(lambda spec: zeros([1, *spec.shape[1:]], spec.dtype), labels))
         model.compute_metrics(inputs, labels, predictions, sample_weight=None)
         model.reset_metrics()
 
@@ -267,6 +294,7 @@ class KerasEstimator(Estimator):
         def one_step(element) -> tf.Tensor:
             features, labels = split_features_labels(element)
             inputs, weights = self._inputs_and_weights(features)
+            labels = self.model_targets(labels)
             model.reset_metrics()  # the loss and metrics of this step, not running means
             logs = model.train_step((inputs, labels) if weights is None else (inputs, labels, weights))
             return tf.cast(logs["loss"], tf.float32), tf.shape(tf.nest.flatten(labels)[0], out_type=tf.int64)[0]
@@ -471,6 +499,7 @@ class KerasEstimator(Estimator):
         model = self._model
         features, labels = split_features_labels(element)
         inputs, weights = self._inputs_and_weights(features)
+        labels = self.model_targets(labels)
         predictions = model(inputs, training=False)
         loss = model.compute_loss(x=inputs, y=labels, y_pred=predictions, sample_weight=weights, training=False)
         model.compute_metrics(inputs, labels, predictions, sample_weight=weights)
@@ -569,13 +598,17 @@ class KerasEstimator(Estimator):
         The SavedModel takes what the receiver describes (see keras_export.py);
         with no receiver, the model's own inputs.
         """
-        if assets_extra or as_text:
-            raise NotImplementedError("assets_extra and as_text are not supported for a Keras model's export")
         self._restore(checkpoint_path)
         final = timestamped_dir(export_dir_base)
-        atomic.publish_folder(final, lambda folder: keras_export.save_with_receiver(
-            self._model, folder, serving_input_receiver_fn, self.model_inputs, self.output_names,
-            self._export_outputs))
+
+        def build(folder: str) -> None:
+            keras_export.save_with_receiver(self._model, folder, serving_input_receiver_fn, self.model_inputs,
+                                            self.output_names, self._export_outputs)
+            export_lib.write_assets_extra(folder, assets_extra)
+            if as_text:
+                export_lib.rewrite_as_text(folder)
+
+        atomic.publish_folder(final, build)
         logging.info("SavedModel written to: %s", final)
         return final.encode()
 
@@ -644,8 +677,10 @@ def model_to_estimator(keras_model: keras.Model | None = None, keras_model_path:
     current weights (all of them); otherwise from the latest checkpoint. A
     `.h5` file from TF 2.15's Keras loads through `keras_model_path`.
     """
-    if (keras_model is None) == (keras_model_path is None):
-        raise ValueError("Exactly one of keras_model and keras_model_path must be given.")
+    if keras_model is None and keras_model_path is None:
+        raise ValueError("Either `keras_model` or `keras_model_path` needs to be provided.")
+    if keras_model is not None and keras_model_path is not None:
+        raise ValueError("Please specify either `keras_model` or `keras_model_path`, but not both.")
     if keras_model_path is not None:
         keras_model = _load_model(keras_model_path, custom_objects)
     if getattr(keras_model, "optimizer", None) is None or not keras_model.compiled:

@@ -200,3 +200,30 @@ def build_supervised_input_receiver_fn_from_input_fn(input_fn: Callable, **input
 build_all_signature_defs = export_utils.build_all_signature_defs
 get_timestamped_export_dir = export_utils.get_timestamped_export_dir
 get_temp_export_dir = export_utils.get_temp_export_dir
+
+
+def write_assets_extra(folder: str, assets_extra: dict | None) -> None:
+    """Copies `{relative path: source file}` into `<folder>/assets.extra/`, as TF 2.15's exports did."""
+    import os
+    import shutil
+
+    for relative, source in dict(assets_extra or {}).items():
+        target = os.path.join(folder, "assets.extra", os.fsdecode(relative))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(os.fsdecode(source), target)
+
+
+def rewrite_as_text(folder: str) -> None:
+    """Turns the SavedModel in `folder` into its text form (saved_model.pbtxt), which loaders read too."""
+    import os
+
+    from google.protobuf import text_format
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    binary = os.path.join(folder, "saved_model.pb")
+    proto = saved_model_pb2.SavedModel()
+    with open(binary, "rb") as stream:
+        proto.ParseFromString(stream.read())
+    with open(os.path.join(folder, "saved_model.pbtxt"), "w") as stream:
+        stream.write(text_format.MessageToString(proto))
+    os.remove(binary)
