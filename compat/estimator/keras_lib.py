@@ -215,6 +215,9 @@ class KerasEstimator(Estimator):
         creates variables, which makes TensorFlow trace the function twice.
         """
         model = model or self._model
+        features, labels = split_features_labels(element_spec)
+        self._inputs_and_weights(features)  # a missing input or output key is named before any tracing
+        self.model_targets(labels)
         if id(model) in self._metrics_built:
             return
         distributed = self._strategy is not None and model is self._train_model
@@ -224,7 +227,6 @@ class KerasEstimator(Estimator):
 
     def _build_metrics_now(self, element_spec, model: keras.Model) -> None:
         features, labels = split_features_labels(element_spec)
-        self._inputs_and_weights(features)  # a missing input is named here, before any tracing
         zeros = lambda shape, dtype: tf.zeros([1 if d is None else d for d in shape], dtype)
         inputs = {tensor.name: zeros(tensor.shape, tensor.dtype) for tensor in model.inputs}
         if len(model.inputs) == 1 and not isinstance(model.input, dict):
