@@ -1,0 +1,134 @@
+"""Layers inside a model_fn: tf.compat.v1.layers (from tf_keras) and Keras 3 layers, as a model_fn author expects.
+
+The TF 2.15 numbers here were recorded by running tests/helpers/layers_model_fn_program.py under TF 2.15.1
+(tensorflow-cpu, Python 3.11) with its real tf.estimator:
+  tests/data/tf215_layers_model_fn/   `program DIR 20` (the checkpoint files) and `program DIR 0 --predict-only`
+                                      (expected.json)
+  tests/data/tf215_layers_oracle.json `program DIR 30` from scratch, and `program COPY 30` on a copy of that folder
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat.estimator as estimator
+from conftest import HELPERS, REPO
+
+DATA = os.path.join(REPO, "tests", "data")
+ORACLE = json.load(open(os.path.join(DATA, "tf215_layers_oracle.json")))
+
+
+def run_program(model_dir, max_steps, *flags):
+    """The program with its one import line changed to compat.estimator, in a process of its own."""
+    source = open(os.path.join(HELPERS, "layers_model_fn_program.py")).read()
+    changed = source.replace("estimator = tf.estimator\n", "import compat.estimator as estimator\n")
+    assert changed != source
+    program = os.path.join(os.path.dirname(str(model_dir)), "program.py")
+    with open(program, "w") as stream:
+        stream.write(changed)
+    result = subprocess.run([sys.executable, program, str(model_dir), str(max_steps), *flags], capture_output=True,
+                            text=True, timeout=600, cwd=REPO, env={**os.environ, "PYTHONPATH": REPO})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def assert_same_numbers(ours, theirs):
+    for key in ("probabilities", "served", "moving_mean"):
+        if key in theirs:
+            np.testing.assert_allclose(ours[key], theirs[key], atol=1e-5, err_msg=key)
+    for key in ("accuracy", "global_step"):
+        if key in theirs:
+            assert ours[key] == pytest.approx(theirs[key]), key
+
+
+def test_a_tf_compat_v1_layers_program_trains_as_tf_2_15_did(tmp_path):
+    ours = run_program(tmp_path / "run", 30)
+    assert_same_numbers(ours, ORACLE["fresh_30_steps"])  # the same initial values, batches, dropout and updates
+    assert {"conv2d/kernel", "batch_normalization/moving_mean", "dense/kernel", "dense/bias/Adam"} <= set(
+        ours["variables"])  # TF 1.x names
+    assert np.abs(ours["moving_mean"]).sum() > 0  # batch norm's UPDATE_OPS ran with the train op
+    np.testing.assert_allclose(ours["served"], ours["probabilities"], atol=1e-6)  # the export serves predict()'s
+
+
+def test_a_tf_2_15_model_folder_of_it_restores_predicts_and_trains_on(tmp_path):
+    folder = tmp_path / "run"
+    shutil.copytree(os.path.join(DATA, "tf215_layers_model_fn"), folder)
+    expected = json.load(open(folder / "expected.json"))
+    assert_same_numbers(run_program(folder, 0, "--predict-only"), expected)
+    assert_same_numbers(run_program(folder, 30), ORACLE["train_on_20_to_30"])
+
+
+def test_tf_compat_v1_layers_are_tf_kerass_until_uninstall():
+    with tf.Graph().as_default():
+        out = tf.compat.v1.layers.dense(tf.zeros([2, 3]), 4, name="projection")
+        assert out.shape == [2, 4] and tf.compat.v1.global_variables()[0].name == "projection/kernel:0"
+        tf.compat.v1.layers.batch_normalization(out, training=True)
+        assert len(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)) == 2
+        assert tf.compat.v1.nn.rnn_cell.LSTMCell(3).state_size.c == 3
+    from compat import tf_internals
+
+    estimator.uninstall()  # undoes what importing compat.estimator did too
+    try:
+        with pytest.raises(AttributeError, match="not available with Keras 3"):
+            tf.compat.v1.layers.dense  # noqa: B018  (TensorFlow's own stub again)
+    finally:
+        tf_internals.install()  # as importing compat.estimator left it, for the other tests
+    assert tf.compat.v1.layers.dense is not None
+
+
+X = np.random.default_rng(5).normal(2.0, 3.0, size=(16, 4)).astype("float32")
+
+
+def _keras_model_fn(features, labels, mode):
+    import keras
+
+    net = keras.layers.BatchNormalization(momentum=0.9)(features)  # no training=: it follows the mode
+    dropped = keras.layers.Dropout(0.5)(tf.ones([1, 2000]))
+    logits = keras.layers.Dense(2)(net)
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    if mode == estimator.ModeKeys.EVAL:
+        return estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops={
+            "kept": tf.compat.v1.metrics.mean(tf.reduce_sum(dropped))})
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.0).minimize(loss, tf.compat.v1.train.get_global_step())
+    return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, training_hooks=[_Masks(dropped)])
+
+
+class _Masks(tf.compat.v1.train.SessionRunHook):
+    """Records how many units dropout kept at each training step."""
+
+    kept: list = []
+
+    def __init__(self, dropped):
+        self.dropped = dropped
+
+    def before_run(self, run_context):
+        return tf.compat.v1.train.SessionRunArgs(self.dropped)
+
+    def after_run(self, run_context, run_values):
+        _Masks.kept.append(run_values.results)
+
+
+def test_keras_3_layers_in_a_model_fn_update_their_state_and_follow_the_mode(tmp_path):
+    import keras
+
+    _Masks.kept = []
+    est = estimator.Estimator(_keras_model_fn, str(tmp_path), estimator.RunConfig(tf_random_seed=1))
+    steps = 5
+    est.train(lambda: tf.data.Dataset.from_tensors((X, np.zeros(16, "int32"))).repeat(), steps=steps)
+    eager = keras.layers.BatchNormalization(momentum=0.9)
+    for _ in range(steps):
+        eager(X, training=True)
+    for name in ("moving_mean", "moving_variance"):
+        np.testing.assert_allclose(est.get_variable_value(f"batch_normalization/{name}"),
+                                   getattr(eager, name).numpy(), rtol=1e-5, err_msg=name)
+    masks = np.array(_Masks.kept)[:, 0]
+    assert all((mask == 0).any() for mask in masks)  # dropout trained ...
+    assert len({tuple(np.flatnonzero(mask)) for mask in masks}) == steps  # ... with a new mask each step
+    result = est.evaluate(lambda: tf.data.Dataset.from_tensors((X, np.zeros(16, "int32"))), steps=1)
+    assert result["kept"] == 2000  # and evaluated without dropout
