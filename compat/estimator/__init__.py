@@ -20,13 +20,14 @@ import sys
 import types
 
 from compat import tf_internals
-from compat.estimator import early_stopping, export, inputs
+from compat.estimator import early_stopping, export, inputs, tpu
 from compat.estimator.canned import *  # noqa: F401,F403  (the canned estimators: canned/__init__.py's __all__)
 from compat.estimator.canned import __all__ as _CANNED
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import *  # noqa: F401,F403  (the heads: compat/estimator/head/__init__.py's __all__)
 from compat.estimator.head import __all__ as _HEADS
 from compat.estimator.exporter import BestExporter, Exporter, FinalExporter, LatestExporter
+from compat.estimator.extenders import add_metrics
 from compat.estimator.hooks import (CheckpointSaverHook, FeedFnHook, FinalOpsHook, GlobalStepWaiterHook,
                                     LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, ProfilerHook,
                                     SecondOrStepTimer, SessionRunArgs, SessionRunContext, SessionRunHook,
@@ -59,7 +60,7 @@ __all__ = [
     "NanTensorHook", "ProfilerHook", "RunConfig", "SecondOrStepTimer", "SessionRunArgs",
     "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook",
     "SummarySaverHook", "TrainSpec", "VocabInfo", "WarmStartSettings",
-    "experimental", "export", "inputs", "install", "model_to_estimator",
+    "add_metrics", "experimental", "export", "inputs", "install", "model_to_estimator", "tpu",
     "train_and_evaluate", "uninstall", *_CANNED, *_HEADS,
 ]
 
