@@ -136,6 +136,19 @@ def train_in_process(*flags: str) -> Result:
     return Result(code, stdout.getvalue(), stderr.getvalue())
 
 
+@pytest.fixture
+def installed():
+    """tf.estimator (and the other names install() sets) resolve to compat.estimator during the test; after it,
+    the process is as importing compat.estimator left it."""
+    import compat.estimator as estimator
+    from compat import tf_internals
+
+    estimator.install()
+    yield
+    estimator.uninstall()
+    tf_internals.install()
+
+
 @pytest.fixture(scope="module")
 def tiny_data(tmp_path_factory):
     """Three classes of eight short tones: enough for a few training steps."""

@@ -440,13 +440,6 @@ def test_numpy_and_pandas_input_fns():
     assert est.get_variable_value("global_step") == 3
 
 
-@pytest.fixture
-def installed():
-    estimator.install()
-    yield
-    estimator.uninstall()
-
-
 def _run_program(path, *args):
     """Runs a legacy program's text as `__main__` in this process; returns the JSON line it printed last."""
     import contextlib

@@ -271,13 +271,6 @@ def test_an_uncompiled_model_is_refused_with_what_to_do():
         estimator.model_to_estimator(keras_model=make_model(compiled=False))
 
 
-@pytest.fixture
-def installed():
-    estimator.install()
-    yield
-    estimator.uninstall()
-
-
 def test_install_makes_tf_estimator_names_resolve_and_uninstall_undoes_it(installed):
     assert tf.estimator.RunConfig is estimator.RunConfig
     assert tf.estimator.train_and_evaluate is estimator.train_and_evaluate

@@ -70,7 +70,8 @@ _replaced: list[tuple[object, str, object]] = []  # (owner, attribute, previous 
 
 def install() -> None:
     """Makes `tf.estimator`, `tf.compat.v1.estimator` and `tf.keras.estimator.model_to_estimator` this module's,
-    and `tf.keras.optimizers.legacy.<Name>` Keras 3's optimizers (see keras_legacy.py).
+    `tf.keras.optimizers.legacy.<Name>` Keras 3's optimizers (see keras_legacy.py) and
+    `tf.keras.layers.DenseFeatures` a Keras 3 layer over feature columns (see dense_features.py).
 
     A legacy program calls it once, at its start, before using those names;
     `uninstall()` puts TensorFlow's own attributes back. Calling it twice is harmless.
@@ -80,12 +81,13 @@ def install() -> None:
     tf_internals.install()
     if _replaced:
         return
+    from compat.estimator.dense_features import DenseFeatures
     from compat.estimator.keras_legacy import legacy_namespace
 
     this = sys.modules[__name__]
     names = [(tf, "estimator", this), *((v1, "estimator", this) for v1 in tf_internals.compat_v1_modules()),
              (tf.keras, "estimator", types.SimpleNamespace(model_to_estimator=model_to_estimator)),
-             (tf.keras.optimizers, "legacy", legacy_namespace())]
+             (tf.keras.optimizers, "legacy", legacy_namespace()), (tf.keras.layers, "DenseFeatures", DenseFeatures)]
     for owner, name, value in names:
         _replaced.append((owner, name, getattr(owner, name, _MISSING)))
         setattr(owner, name, value)
