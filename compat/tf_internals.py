@@ -200,3 +200,79 @@ def add_control_inputs(op: tf.Operation, inputs: list) -> None:
     """Makes `op`, already in its graph, wait for `inputs` (TensorFlow has no public way after creation)."""
     if inputs:
         op._add_control_inputs(inputs)
+
+
+# -- feature columns of the canned linear models (compat/estimator/canned/linear.py) ---------------------------
+# TF 2.15's linear models fed their columns through TensorFlow's own weighted sums and state manager, which
+# TensorFlow keeps in `tensorflow.python.feature_column.feature_column_v2` (and `tf.__internal__`); the canned
+# estimators reach them only through these functions.
+
+def is_feature_column_v2(feature_columns) -> bool:
+    """True when every column is a TF2 column (`tf.feature_column.*`), as the TF2 canned estimators require."""
+    from tensorflow.python.feature_column import feature_column_v2
+
+    return feature_column_v2.is_feature_column_v2(feature_columns)
+
+
+def is_categorical_column(column) -> bool:
+    """True for a TF2 categorical column (vocabulary, hash bucket, identity, crossed, weighted, bucketized)."""
+    from tensorflow.python.feature_column import feature_column_v2
+
+    return isinstance(column, feature_column_v2.CategoricalColumn)
+
+
+def is_dense_column(column) -> bool:
+    """True for a TF2 dense column (numeric, embedding, indicator, bucketized)."""
+    return isinstance(column, tf.__internal__.feature_column.DenseColumn)
+
+
+def feature_state_manager(layer, trainable: bool):
+    """The state manager through which feature columns create their variables and tables in a Keras 2 layer
+    (variables made with `tf.compat.v1.get_variable`, so under the caller's variable scope)."""
+    return tf.__internal__.feature_column.StateManager(layer, trainable)
+
+
+def feature_transformation_cache(features):
+    """The per-call cache of the columns' transformed inputs (a column used twice is transformed once)."""
+    return tf.__internal__.feature_column.FeatureTransformationCache(features)
+
+
+def linear_weighted_sum(column, transformation_cache, state_manager, sparse_combiner: str, weight_var) -> tf.Tensor:
+    """One column's `[batch_size, units]` contribution to a linear model: `input @ weights` for a dense column,
+    a sparse lookup combined by `sparse_combiner` for a categorical one (TensorFlow's `linear_model` sum)."""
+    from tensorflow.python.feature_column import feature_column_v2
+
+    return feature_column_v2._create_weighted_sum(column=column, transformation_cache=transformation_cache,
+                                                  state_manager=state_manager, sparse_combiner=sparse_combiner,
+                                                  weight_var=weight_var)
+
+
+def check_same_batch_size(tensors, columns) -> None:
+    """Raises ValueError when two columns' tensors have different static batch sizes (naming both columns)."""
+    from tensorflow.python.feature_column import feature_column_v2
+
+    feature_column_v2._verify_static_batch_size_equality(tensors, columns)
+
+
+def normalize_feature_columns(feature_columns) -> list:
+    """The columns as a list sorted by name, as TensorFlow's feature layers order them; ValueError for an empty
+    list, a dict, a non-column or two columns of one name."""
+    from tensorflow.python.feature_column import feature_column_v2
+
+    return feature_column_v2._normalize_feature_columns(feature_columns)
+
+
+def column_variable_scope_name(column_name: str) -> str:
+    """The variable-scope name TensorFlow gives a column's variables (characters a scope forbids become `_`)."""
+    from tensorflow.python.feature_column import feature_column_v2
+
+    return feature_column_v2._sanitize_column_name_for_variable_scope(column_name)
+
+
+
+def tf_keras_legacy_optimizer(optimizer):
+    """tf_keras' converter of its newer-API optimizers (`tf_keras.optimizers.Adam`) to the legacy class of the same
+    name and config (`tf_keras.optimizers.legacy.Adam`), which TF 2.15's canned estimators applied too."""
+    import tf_keras
+
+    return tf_keras.__internal__.optimizers.convert_to_legacy_optimizer(optimizer)

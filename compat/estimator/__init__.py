@@ -6,7 +6,7 @@ these, so a legacy program runs unchanged after one added line.
 
 Two engines serve the constructors:
   - `Estimator(model_fn=...)` and the canned estimators (DNN*, Linear*,
-    DNNLinearCombined*): the graph engine (estimator.py), tf.compat.v1 graphs
+    DNNLinearCombined*, Baseline*): the graph engine (estimator.py), tf.compat.v1 graphs
     and sessions with TensorFlow's own hooks, name-based checkpoints as TF 2.15;
   - `model_to_estimator(keras_model)`: the Keras engine (keras_lib.py), Keras 3
     eagerly, many steps per compiled call, object-based checkpoints.
@@ -23,6 +23,8 @@ from compat import tf_internals
 from compat.estimator import early_stopping, export, inputs, tpu
 from compat.estimator.canned import *  # noqa: F401,F403  (the canned estimators: canned/__init__.py's __all__)
 from compat.estimator.canned import __all__ as _CANNED
+from compat.estimator.canned.dnn import dnn_logit_fn_builder
+from compat.estimator.canned.linear import linear_logit_fn_builder
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import *  # noqa: F401,F403  (the heads: compat/estimator/head/__init__.py's __all__)
 from compat.estimator.head import __all__ as _HEADS
@@ -45,6 +47,8 @@ experimental = types.SimpleNamespace(
     InMemoryEvaluatorHook=InMemoryEvaluatorHook,
     build_raw_supervised_input_receiver_fn=build_raw_supervised_input_receiver_fn,
     call_logit_fn=call_logit_fn,
+    dnn_logit_fn_builder=dnn_logit_fn_builder,
+    linear_logit_fn_builder=linear_logit_fn_builder,
     make_early_stopping_hook=early_stopping.make_early_stopping_hook,
     make_stop_at_checkpoint_step_hook=make_stop_at_checkpoint_step_hook,
     stop_if_higher_hook=early_stopping.stop_if_higher_hook,

@@ -44,8 +44,15 @@ def _legacy(name: str):
 
 
 def legacy_namespace() -> types.SimpleNamespace:
-    """What `tf.keras.optimizers.legacy` is after `install()`."""
-    return types.SimpleNamespace(**{name: _legacy(name) for name in _NAMES}, Optimizer=keras.optimizers.Optimizer)
+    """What `tf.keras.optimizers.legacy` is after `install()`.
+
+    `Optimizer` is tf_keras' OptimizerV2 base class, as it was in TF 2.11-2.15: a program's own optimizer
+    subclassing it builds graph updates (`get_updates`), which the canned estimators train with.
+    """
+    import tf_keras
+
+    return types.SimpleNamespace(**{name: _legacy(name) for name in _NAMES},
+                                 Optimizer=tf_keras.optimizers.legacy.Optimizer)
 
 
 def _without(config: dict, *names: str) -> dict:

@@ -1,100 +1,164 @@
-"""DNNLinearCombinedClassifier / Regressor / Estimator: a wide linear part plus a deep DNN.
+"""DNNLinearCombinedClassifier / Regressor / Estimator ("wide and deep"), as TF 2.15's.
 
-The logits are the sum of both parts' logits. Each part trains with its own
-optimizer, as TF 2.15: the DNN with Adagrad at 0.001 (counting with the global
-step), the linear part with FTRL at 0.005 (counting in `training/Ftrl/iter`).
+The logits are the sum of a DNN's (`dnn/...`, as dnn.py builds it) and a
+linear model's (`linear/linear_model/...`, as linear.py builds it); either
+part may be left out. Each part trains with its own optimizer on its own
+variables, both in one train op: the DNN's (default Adagrad at 0.001) counts
+with the global step; the linear part's (default FTRL at
+min(0.005, 1/sqrt(number of linear columns))) counts in its own
+`training/<Name>/iter`, unless there is no DNN part. The linear logits are
+summarised as `linear/fraction_of_zero_values` and `linear/activation`.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
-from compat.estimator.canned import head as head_lib
-from compat.estimator.canned.dnn import dnn_logits
-from compat.estimator.canned.linear import linear_logits
-from compat.estimator.canned.optimizers import optimizer_for, train_op_for
+from compat.estimator.canned import common, optimizers
+from compat.estimator.canned.dnn import dnn_logits_and_variables
+from compat.estimator.canned.linear import linear_logits_and_variables
 from compat.estimator.estimator import Estimator
+from compat.estimator.head import RegressionHead
 from compat.estimator.model_fn import ModeKeys
 
-_v1 = tf.compat.v1
-_LINEAR_LEARNING_RATE = 0.005  # TF 2.15's combined estimators (measured)
+_DNN_LEARNING_RATE = 0.001
+_LINEAR_LEARNING_RATE = 0.005
 
 
-def _combined_model_fn(head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
-                       dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner) -> Callable:
+def _linear_learning_rate(number_of_columns: int) -> float:
+    return min(_LINEAR_LEARNING_RATE, 1.0 / math.sqrt(number_of_columns))
+
+
+def _refuse_sync_replicas(optimizer: Any) -> None:
+    if isinstance(optimizer, tf.compat.v1.train.SyncReplicasOptimizer):
+        raise ValueError("SyncReplicasOptimizer does not support multi optimizers case. Therefore, it is not "
+                         "supported in DNNLinearCombined model; use a DNN or a linear estimator with it.")
+
+
+def dnn_linear_combined_model_fn(features: dict, labels: Any, mode: str, head: Any,
+                                 linear_feature_columns: Sequence | None = None, linear_optimizer: Any = "Ftrl",
+                                 dnn_feature_columns: Sequence | None = None, dnn_optimizer: Any = "Adagrad",
+                                 dnn_hidden_units: Sequence[int] | None = None,
+                                 dnn_activation_fn: Callable = tf.nn.relu, dnn_dropout: float | None = None,
+                                 config: Any = None, batch_norm: bool = False,
+                                 linear_sparse_combiner: str = "sum") -> Any:
+    """The model_fn of the combined estimators: the sum of the DNN's and the linear model's logits through
+    `head`, each part trained by its own optimizer in one train op."""
+    del config
+    common.check_features(features)
+    if not linear_feature_columns and not dnn_feature_columns:
+        raise ValueError("Either linear_feature_columns or dnn_feature_columns must be defined.")
+    training = mode == ModeKeys.TRAIN
+    parts = []  # (logits, optimizer, trainable variables, update ops)
+    if dnn_feature_columns:
+        if not dnn_hidden_units:
+            raise ValueError("dnn_hidden_units must be defined when dnn_feature_columns is specified.")
+        optimizer = optimizers.optimizer_for_graph(dnn_optimizer, _DNN_LEARNING_RATE) if training else None
+        _refuse_sync_replicas(optimizer)
+        logits, variables, update_ops = dnn_logits_and_variables(
+            head.logits_dimension, dnn_hidden_units, dnn_feature_columns, dnn_activation_fn, dnn_dropout,
+            batch_norm, features, mode)
+        parts.append((logits, optimizer, variables, update_ops))
+    if linear_feature_columns:
+        optimizer = (optimizers.optimizer_for_graph(linear_optimizer,
+                                                    _linear_learning_rate(len(linear_feature_columns)))
+                     if training else None)
+        _refuse_sync_replicas(optimizer)
+        logits, variables = linear_logits_and_variables(head.logits_dimension, linear_feature_columns,
+                                                        linear_sparse_combiner, features)
+        common.add_layer_summary(logits, "linear")
+        parts.append((logits, optimizer, variables, []))
+    if training:
+        common.start_counting_with_global_step(parts[0][1])  # the other part's optimizer counts on its own
+
+    def train_op_fn(loss: tf.Tensor) -> tf.Operation:
+        updates = []
+        for _, optimizer, variables, update_ops in parts:
+            updates.extend(optimizer.get_updates(loss, variables))
+            updates.extend(update_ops)
+        return tf.group(*updates)
+
+    logits = parts[0][0] if len(parts) == 1 else parts[0][0] + parts[1][0]
+    return head.create_estimator_spec(features=features, mode=mode, labels=labels, train_op_fn=train_op_fn,
+                                      logits=logits)
+
+
+def _model_fn(head: Any, linear_feature_columns: Sequence | None, linear_optimizer: Any,
+              dnn_feature_columns: Sequence | None, dnn_optimizer: Any, dnn_hidden_units: Sequence[int] | None,
+              dnn_activation_fn: Callable, dnn_dropout: float | None, batch_norm: bool,
+              linear_sparse_combiner: str) -> Callable:
+    linear_feature_columns = tuple(linear_feature_columns or ())
+    dnn_feature_columns = tuple(dnn_feature_columns or ())
+    if not linear_feature_columns and not dnn_feature_columns:
+        raise ValueError("Either linear_feature_columns or dnn_feature_columns must be defined.")
+    common.check_sparse_combiner(linear_sparse_combiner)
+    linear_optimizer = optimizers.checked_optimizer_argument(linear_optimizer)
+    dnn_optimizer = optimizers.checked_optimizer_argument(dnn_optimizer)
+
     def model_fn(features, labels, mode, config):
-        del config
-        parts = []
-        if dnn_feature_columns:
-            parts.append(dnn_logits(features, dnn_feature_columns, dnn_hidden_units, head.logits_dimension,
-                                    dnn_activation_fn, dnn_dropout, batch_norm, mode == ModeKeys.TRAIN))
-        if linear_feature_columns:
-            parts.append(linear_logits(features, linear_feature_columns, head.logits_dimension,
-                                       linear_sparse_combiner))
-        logits = tf.add_n(parts)
-
-        def train_op_fn(loss):
-            parts = [(dnn_optimizer, _v1.get_collection(_v1.GraphKeys.TRAINABLE_VARIABLES, scope="dnn")),
-                     (linear_optimizer, _v1.get_collection(_v1.GraphKeys.TRAINABLE_VARIABLES, scope="linear"))]
-            with tf.control_dependencies(_v1.get_collection(_v1.GraphKeys.UPDATE_OPS)):
-                return train_op_for(parts, loss, _v1.train.get_global_step())
-
-        return head.create_estimator_spec(features, mode, logits, labels, train_op_fn)
+        return dnn_linear_combined_model_fn(
+            features, labels, mode, head, linear_feature_columns=linear_feature_columns,
+            linear_optimizer=linear_optimizer, dnn_feature_columns=dnn_feature_columns, dnn_optimizer=dnn_optimizer,
+            dnn_hidden_units=dnn_hidden_units, dnn_activation_fn=dnn_activation_fn, dnn_dropout=dnn_dropout,
+            config=config, batch_norm=batch_norm, linear_sparse_combiner=linear_sparse_combiner)
 
     return model_fn
 
 
 class DNNLinearCombinedEstimator(Estimator):
-    """tf.estimator.DNNLinearCombinedEstimator: wide and deep with any head."""
+    """tf.estimator.DNNLinearCombinedEstimator: wide and deep with any head.
 
-    def __init__(self, head, model_dir: str | None = None, linear_feature_columns: Sequence | None = None,
+    `warm_start_from` is this project's addition (TF 2.15's took none here).
+    """
+
+    def __init__(self, head: Any, model_dir: str | None = None, linear_feature_columns: Sequence | None = None,
                  linear_optimizer: Any = "Ftrl", dnn_feature_columns: Sequence | None = None,
                  dnn_optimizer: Any = "Adagrad", dnn_hidden_units: Sequence[int] | None = None,
-                 dnn_activation_fn: Callable = tf.nn.relu, dnn_dropout: float | None = None, config=None,
-                 batch_norm: bool = False, linear_sparse_combiner: str = "sum", warm_start_from=None):
-        linear_feature_columns, dnn_feature_columns = list(linear_feature_columns or ()), list(dnn_feature_columns or ())
-        if not linear_feature_columns and not dnn_feature_columns:
-            raise ValueError("Either linear_feature_columns or dnn_feature_columns must be defined.")
-        if dnn_feature_columns and not dnn_hidden_units:
-            raise ValueError("dnn_hidden_units must be defined when dnn_feature_columns is specified.")
-        wide = optimizer_for(linear_optimizer, _LINEAR_LEARNING_RATE)
-        wide.own_iterations = True  # TF 2.15's wide part counted its own steps (training/Ftrl/iter)
+                 dnn_activation_fn: Callable = tf.nn.relu, dnn_dropout: float | None = None, config: Any = None,
+                 batch_norm: bool = False, linear_sparse_combiner: str = "sum", warm_start_from: Any = None):
         super().__init__(
-            model_fn=_combined_model_fn(head, linear_feature_columns, wide, dnn_feature_columns,
-                                        optimizer_for(dnn_optimizer), list(dnn_hidden_units or ()), dnn_activation_fn,
-                                        dnn_dropout, batch_norm, linear_sparse_combiner),
+            model_fn=_model_fn(head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
+                               dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner),
             model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
-class DNNLinearCombinedClassifier(DNNLinearCombinedEstimator):
-    """tf.estimator.DNNLinearCombinedClassifier."""
+class DNNLinearCombinedClassifier(Estimator):
+    """tf.estimator.DNNLinearCombinedClassifier: wide and deep with a sigmoid or softmax cross-entropy head."""
 
     def __init__(self, model_dir: str | None = None, linear_feature_columns: Sequence | None = None,
                  linear_optimizer: Any = "Ftrl", dnn_feature_columns: Sequence | None = None,
                  dnn_optimizer: Any = "Adagrad", dnn_hidden_units: Sequence[int] | None = None,
                  dnn_activation_fn: Callable = tf.nn.relu, dnn_dropout: float | None = None, n_classes: int = 2,
-                 weight_column: Any = None, label_vocabulary: Sequence[str] | None = None, config=None,
-                 warm_start_from=None, loss_reduction: Any = head_lib.SUM_OVER_BATCH_SIZE, batch_norm: bool = False,
-                 linear_sparse_combiner: str = "sum"):
-        head = head_lib.class_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(head, model_dir, linear_feature_columns, linear_optimizer, dnn_feature_columns,
-                         dnn_optimizer, dnn_hidden_units, dnn_activation_fn, dnn_dropout, config, batch_norm,
-                         linear_sparse_combiner, warm_start_from)
+                 weight_column: Any = None, label_vocabulary: Sequence[str] | None = None, config: Any = None,
+                 warm_start_from: Any = None, loss_reduction: str = common.SUM_OVER_BATCH_SIZE,
+                 batch_norm: bool = False, linear_sparse_combiner: str = "sum"):
+        head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
+        super().__init__(
+            model_fn=_model_fn(head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
+                               dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner),
+            model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
-class DNNLinearCombinedRegressor(DNNLinearCombinedEstimator):
-    """tf.estimator.DNNLinearCombinedRegressor."""
+class DNNLinearCombinedRegressor(Estimator):
+    """tf.estimator.DNNLinearCombinedRegressor: wide and deep with a squared-error head."""
 
     def __init__(self, model_dir: str | None = None, linear_feature_columns: Sequence | None = None,
                  linear_optimizer: Any = "Ftrl", dnn_feature_columns: Sequence | None = None,
                  dnn_optimizer: Any = "Adagrad", dnn_hidden_units: Sequence[int] | None = None,
                  dnn_activation_fn: Callable = tf.nn.relu, dnn_dropout: float | None = None, label_dimension: int = 1,
-                 weight_column: Any = None, config=None, warm_start_from=None,
-                 loss_reduction: Any = head_lib.SUM_OVER_BATCH_SIZE, batch_norm: bool = False,
+                 weight_column: Any = None, config: Any = None, warm_start_from: Any = None,
+                 loss_reduction: str = common.SUM_OVER_BATCH_SIZE, batch_norm: bool = False,
                  linear_sparse_combiner: str = "sum"):
-        head = head_lib.RegressionHead(label_dimension, weight_column, loss_reduction)
-        super().__init__(head, model_dir, linear_feature_columns, linear_optimizer, dnn_feature_columns,
-                         dnn_optimizer, dnn_hidden_units, dnn_activation_fn, dnn_dropout, config, batch_norm,
-                         linear_sparse_combiner, warm_start_from)
+        head = RegressionHead(label_dimension=label_dimension, weight_column=weight_column,
+                              loss_reduction=loss_reduction)
+        super().__init__(
+            model_fn=_model_fn(head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
+                               dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner),
+            model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+
+
+__all__ = ["DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor",
+           "dnn_linear_combined_model_fn"]

@@ -1,228 +1,223 @@
-"""The optimizers of the canned estimators, in a graph, as TF 2.15 ran them.
+"""The optimizer a canned estimator trains with, from what its `optimizer` argument was given.
 
-TF 2.15's canned estimators trained with Keras 2's (now "legacy") optimizers
-in graph mode: hyperparameters are variables `training/<Name>/learning_rate`,
-..., slots `training/<Name>/<variable>/<slot>`, and the optimizer counts its
-steps with the global step. Keras 3 has no such optimizers, so they are
-rebuilt here on TensorFlow's own update kernels (`tf.raw_ops.ResourceApply*`),
-with the same variable names, initial values and update rules: model folders
-written by TF 2.15 restore, slots included, and train on exactly.
+TF 2.15's canned estimators trained with Keras 2's OptimizerV2 classes (since
+TF 2.11 under `tf.keras.optimizers.legacy`), building their updates in the
+graph with `optimizer.get_updates(loss, variables)`: hyperparameters are
+variables `training/<Name>/learning_rate`, ..., slots
+`training/<Name>/<variable>/<slot>`, and the optimizer counts its steps with
+the global step. Those classes live on in `tf_keras.optimizers.legacy`, which
+is what the estimators here train with, so TF 2.15's checkpoints restore,
+slots included, and train on as they did.
 
-`optimizer_for(spec, default_learning_rate)` accepts what TF 2.15 accepted: a
-name ('Adagrad', 'Adam', 'Ftrl', 'RMSProp', 'SGD'), a callable returning an
-optimizer, or an optimizer object (ours, or a Keras one of those classes).
-The estimators call it when they are constructed, eagerly: a Keras optimizer's
-settings cannot be read inside the graph a model_fn builds.
+An `optimizer` argument may be
+  - a name: 'Adagrad', 'Adam', 'Ftrl', 'RMSProp' or 'SGD', made with the
+    estimator's default learning rate (or the class's own where it has none);
+  - a tf_keras OptimizerV2 (`tf_keras.optimizers.legacy.*`, or a subclass of
+    its base class `Optimizer`), used as it is;
+  - a Keras 3 optimizer (what `tf.keras.optimizers.Adam()` gives on
+    TF >= 2.16, and `tf.keras.optimizers.legacy.Adam()` after
+    `compat.estimator.install()`): converted to the tf_keras legacy optimizer
+    of the same name and configuration, since a Keras 3 optimizer cannot build
+    graph updates. A name Keras 3 made up (`adam`, `adam_1`) becomes the
+    legacy default (`Adam`), which names the variables as TF 2.15 did. What a
+    legacy optimizer cannot hold (weight decay, EMA, loss scaling, gradient
+    accumulation; classes without a legacy twin, such as AdamW and Lion) is
+    refused with a ValueError, not dropped;
+  - a tf_keras optimizer of the newer API (`tf_keras.optimizers.Adam`),
+    converted to its legacy class, as TF 2.15 converted it when it could;
+  - a callable returning one of those, called when the training graph is built.
+A `tf.compat.v1.train.Optimizer` is refused, as TF 2.15's TF2 estimators refused it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable
 
+import keras
 import tensorflow as tf
+import tf_keras
 
-_v1 = tf.compat.v1
+from compat import tf_internals
 
+OptimizerV2 = tf_keras.optimizers.legacy.Optimizer
+_legacy = tf_keras.optimizers.legacy
 
-class GraphOptimizer:
-    """A Keras 2 optimizer as a graph op factory: `minimize(loss, variables, global_step)` -> train_op."""
-
-    name = "Optimizer"
-    _defaults: dict = {}
-    _slot_initial: dict = {}
-
-    def __init__(self, learning_rate: float | None = None, **hyper: Any):
-        unknown = set(hyper) - set(self._defaults) - {"decay"}
-        if unknown:
-            raise TypeError(f"{type(self).__name__} got unknown arguments {sorted(unknown)}")
-        self.hyper = {"decay": 0.0, **self._defaults, **hyper}
-        default_learning_rate = self.hyper.pop("learning_rate")
-        self.learning_rate = default_learning_rate if learning_rate is None else learning_rate
-        self.own_iterations = False  # True: counts its steps in training/<Name>/iter, not the global step
-
-    def _scope(self) -> str:
-        return f"training/{self.name}"
-
-    def _hyper_variable(self, key: str, value: float) -> tf.Variable:
-        return _v1.get_variable(key, initializer=tf.constant(float(value), tf.float32), trainable=False,
-                                use_resource=True)
-
-    def _slot(self, variable: tf.Variable, slot: str) -> tf.Variable:
-        initial = self._slot_initial[slot]
-        return _v1.get_variable(f"{variable.op.name}/{slot}", shape=variable.shape, dtype=variable.dtype.base_dtype,
-                                initializer=_v1.constant_initializer(initial), trainable=False, use_resource=True)
-
-    def _hyper_names(self) -> Sequence[str]:
-        return ("decay", "learning_rate")
-
-    def minimize(self, loss: tf.Tensor, variables: Sequence[tf.Variable], global_step: tf.Variable) -> tf.Operation:
-        gradients = tf.gradients(loss, list(variables))
-        pairs = [(g, v) for g, v in zip(gradients, variables) if g is not None]
-        with _v1.variable_scope(self._scope(), reuse=_v1.AUTO_REUSE):
-            hyper = {key: self._hyper_variable(key, self.learning_rate if key == "learning_rate" else self.hyper[key])
-                     for key in self._hyper_names()}
-            if self.own_iterations:
-                iterations = _v1.get_variable("iter", initializer=tf.constant(0, tf.int64), trainable=False,
-                                              use_resource=True)
-            else:
-                iterations = global_step
-            slots = [{slot: self._slot(v, slot) for slot in self._slot_initial} for _, v in pairs]
-        step = tf.cast(iterations, tf.float32)
-        learning_rate = hyper["learning_rate"] / (1.0 + hyper["decay"] * step)
-        updates = [self._apply(tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v, s, learning_rate,
-                               hyper, step) for (g, v), s in zip(pairs, slots)]
-        if self.own_iterations:
-            with tf.control_dependencies(updates):
-                return iterations.assign_add(1).op
-        return tf.group(*updates)
-
-    def _apply(self, grad, var, slots, learning_rate, hyper, step) -> tf.Operation:
-        raise NotImplementedError
+# the names TF 2.15's canned estimators took, and the classes they made
+OPTIMIZER_NAMES: dict[str, type] = {
+    "Adagrad": _legacy.Adagrad, "Adam": _legacy.Adam, "Ftrl": _legacy.Ftrl, "RMSProp": _legacy.RMSprop,
+    "SGD": _legacy.SGD,
+}
+# what a Keras 3 optimizer may carry only at its defaults: a legacy optimizer has no place for it
+_KERAS3_ONLY_DEFAULTS = {"weight_decay": None, "use_ema": False, "loss_scale_factor": None,
+                         "gradient_accumulation_steps": None}
+_LEGACY_BASE_ARGUMENTS = ("clipnorm", "clipvalue", "global_clipnorm")
+_REFUSED_MESSAGE = ("The given object is not a tf.keras.optimizers.Optimizer instance. Given: {}. Give a name "
+                    "('Adagrad', 'Adam', 'Ftrl', 'RMSProp', 'SGD'), a Keras optimizer (e.g. "
+                    "tf_keras.optimizers.legacy.Adagrad(0.05)) or a callable returning one")
 
 
-class Adagrad(GraphOptimizer):
-    name = "Adagrad"
-    _defaults = {"learning_rate": 0.001, "initial_accumulator_value": 0.1, "epsilon": 1e-7}
-
-    @property
-    def _slot_initial(self):
-        return {"accumulator": self.hyper["initial_accumulator_value"]}
-
-    def _apply(self, grad, var, slots, learning_rate, hyper, step):
-        return tf.raw_ops.ResourceApplyAdagradV2(var=var.handle, accum=slots["accumulator"].handle, lr=learning_rate,
-                                                 epsilon=tf.constant(self.hyper["epsilon"], tf.float32), grad=grad)
+def _check_name(name: str) -> None:
+    if name not in OPTIMIZER_NAMES:
+        raise ValueError(f"Unsupported optimizer name: {name}. Supported names are: "
+                         f"{tuple(sorted(OPTIMIZER_NAMES))}")
 
 
-class Ftrl(GraphOptimizer):
-    name = "Ftrl"
-    _defaults = {"learning_rate": 0.001, "learning_rate_power": -0.5, "initial_accumulator_value": 0.1,
-                 "l1_regularization_strength": 0.0, "l2_regularization_strength": 0.0,
-                 "l2_shrinkage_regularization_strength": 0.0, "beta": 0.0}
-
-    @property
-    def _slot_initial(self):
-        return {"accumulator": self.hyper["initial_accumulator_value"], "linear": 0.0}
-
-    def _hyper_names(self):
-        return ("beta", "decay", "l1_regularization_strength", "l2_regularization_strength", "learning_rate",
-                "learning_rate_power")
-
-    def _apply(self, grad, var, slots, learning_rate, hyper, step):
-        l2 = hyper["l2_regularization_strength"] + hyper["beta"] / (2.0 * learning_rate)
-        common = dict(var=var.handle, accum=slots["accumulator"].handle, linear=slots["linear"].handle, grad=grad,
-                      lr=learning_rate, l1=hyper["l1_regularization_strength"], l2=l2,
-                      lr_power=hyper["learning_rate_power"])
-        shrinkage = self.hyper["l2_shrinkage_regularization_strength"]
-        if shrinkage:
-            return tf.raw_ops.ResourceApplyFtrlV2(l2_shrinkage=tf.constant(shrinkage, tf.float32), **common)
-        return tf.raw_ops.ResourceApplyFtrl(**common)
+def _by_name(name: str, learning_rate: float | None) -> OptimizerV2:
+    _check_name(name)
+    cls = OPTIMIZER_NAMES[name]
+    # every legacy class has a default rate; TF 2.15 used it where the estimator gave none
+    return cls(learning_rate=learning_rate) if learning_rate else cls()
 
 
-class Adam(GraphOptimizer):
-    name = "Adam"
-    _defaults = {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7}
-    _slot_initial = {"m": 0.0, "v": 0.0}
-
-    def _hyper_names(self):
-        return ("beta_1", "beta_2", "decay", "learning_rate")
-
-    def _apply(self, grad, var, slots, learning_rate, hyper, step):
-        local_step = step + 1.0
-        return tf.raw_ops.ResourceApplyAdam(
-            var=var.handle, m=slots["m"].handle, v=slots["v"].handle,
-            beta1_power=tf.pow(hyper["beta_1"], local_step), beta2_power=tf.pow(hyper["beta_2"], local_step),
-            lr=learning_rate, beta1=hyper["beta_1"], beta2=hyper["beta_2"],
-            epsilon=tf.constant(self.hyper["epsilon"], tf.float32), grad=grad)
+def _is_keras3_optimizer(optimizer: Any) -> bool:
+    return isinstance(optimizer, keras.optimizers.Optimizer)
 
 
-class SGD(GraphOptimizer):
-    name = "SGD"
-    _defaults = {"learning_rate": 0.01, "momentum": 0.0, "nesterov": False}
-
-    @property
-    def _slot_initial(self):
-        return {"momentum": 0.0} if self.hyper["momentum"] else {}
-
-    def _hyper_names(self):
-        return ("decay", "learning_rate", "momentum")
-
-    def _apply(self, grad, var, slots, learning_rate, hyper, step):
-        if not self.hyper["momentum"]:
-            return tf.raw_ops.ResourceApplyGradientDescent(var=var.handle, alpha=learning_rate, delta=grad)
-        return tf.raw_ops.ResourceApplyKerasMomentum(var=var.handle, accum=slots["momentum"].handle,
-                                                     lr=learning_rate, grad=grad, momentum=hyper["momentum"],
-                                                     use_nesterov=self.hyper["nesterov"])
+def _is_automatic_name(name: str, cls_name: str) -> bool:
+    """Keras 3 names an unnamed optimizer after its class in snake case, numbered (`rm_sprop`, `adam_1`)."""
+    base = name.rsplit("_", 1)[0] if name.rsplit("_", 1)[-1].isdigit() else name
+    return base.replace("_", "").lower() == cls_name.lower()
 
 
-class RMSprop(GraphOptimizer):
-    name = "RMSprop"
-    _defaults = {"learning_rate": 0.001, "rho": 0.9, "momentum": 0.0, "epsilon": 1e-7}
-
-    @property
-    def _slot_initial(self):
-        return {"rms": 0.0, **({"momentum": 0.0} if self.hyper["momentum"] else {})}
-
-    def _hyper_names(self):
-        return ("decay", "learning_rate", "momentum", "rho")
-
-    def _apply(self, grad, var, slots, learning_rate, hyper, step):
-        epsilon = tf.constant(self.hyper["epsilon"], tf.float32)
-        if self.hyper["momentum"]:
-            return tf.raw_ops.ResourceApplyRMSProp(var=var.handle, ms=slots["rms"].handle,
-                                                   mom=slots["momentum"].handle, lr=learning_rate,
-                                                   rho=hyper["rho"], momentum=hyper["momentum"], epsilon=epsilon,
-                                                   grad=grad)
-        rms = slots["rms"]
-        rms_t = rms.assign(hyper["rho"] * rms + (1.0 - hyper["rho"]) * tf.square(grad))
-        return var.assign_sub(learning_rate * grad / (tf.sqrt(rms_t) + epsilon)).op
+def _legacy_learning_rate(value: Any, cls_name: str) -> Any:
+    """A Keras 3 config's learning rate for a legacy optimizer: a float, or a built-in schedule rebuilt in tf_keras."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, dict) and hasattr(tf_keras.optimizers.schedules, value.get("class_name", "")):
+        return getattr(tf_keras.optimizers.schedules, value["class_name"]).from_config(value["config"])
+    raise ValueError(f"{cls_name}: its learning rate {value!r} cannot be carried to a Keras 2 optimizer; give a "
+                     "float or one of keras.optimizers.schedules' own schedules, or a tf_keras.optimizers.legacy."
+                     f"{cls_name}")
 
 
-_BY_NAME = {"adagrad": Adagrad, "adam": Adam, "ftrl": Ftrl, "rmsprop": RMSprop, "sgd": SGD}
+def _graph_made_learning_rate(optimizer: Any) -> float:
+    """The constant learning rate of a Keras 3 optimizer made while a graph was being built: its variable's
+    initial value (Keras 3 could read the variable only eagerly)."""
+    value = tf.get_static_value(getattr(optimizer.learning_rate, "value", optimizer.learning_rate).initial_value)
+    if value is None:
+        raise ValueError(f"{type(optimizer).__name__} was made in a graph with a learning rate that is not a "
+                         "constant; make it outside the graph (or give a tf_keras.optimizers.legacy optimizer)")
+    return float(value)
 
 
-def _from_keras(optimizer: Any) -> GraphOptimizer | None:
-    """A Keras optimizer of one of the known classes, as ours (same hyperparameters)."""
-    cls = _BY_NAME.get(type(optimizer).__name__.lower())
-    if cls is None or not hasattr(optimizer, "get_config"):
-        return None
-    config = optimizer.get_config()
-    learning_rate = config.get("learning_rate")
-    if not isinstance(learning_rate, (int, float)):
-        raise ValueError(f"{type(optimizer).__name__} with a learning-rate schedule is not supported by the canned "
-                         "estimators; give a float learning_rate")
-    hyper = {key: config[key] for key in cls._defaults if key in config and key != "learning_rate"}
-    return cls(float(learning_rate), **hyper)
+def _keras3_config(optimizer: Any, accepted: set) -> dict:
+    """A Keras 3 optimizer's settings. Made in a graph (a callable called in the model_fn, or an estimator made
+    under `tf.Graph().as_default()`), its `get_config` cannot read its learning-rate variable; its settings are
+    then its attributes, which Keras 3 names as its arguments."""
+    try:
+        return optimizer.get_config()
+    except NotImplementedError:  # numpy() of a graph variable
+        names = accepted | set(_KERAS3_ONLY_DEFAULTS) | {"name"}
+        config = {name: getattr(optimizer, name) for name in names - {"learning_rate"} if hasattr(optimizer, name)}
+        return {**config, "learning_rate": _graph_made_learning_rate(optimizer)}
 
 
-def optimizer_for(spec: Any, default_learning_rate: float | None = None) -> GraphOptimizer:
-    """The optimizer a canned estimator trains with, from what its `optimizer` argument was given."""
-    if isinstance(spec, str):
-        cls = _BY_NAME.get(spec.lower())
-        if cls is None:
-            raise ValueError(f"Unsupported optimizer name: {spec}. Supported names are: "
-                             f"{['Adagrad', 'Adam', 'Ftrl', 'RMSProp', 'SGD']}")
-        return cls(default_learning_rate)
-    if isinstance(spec, GraphOptimizer):
-        return spec
-    if isinstance(spec, tf.compat.v1.train.Optimizer):
-        raise ValueError(f"The given object is not a tf.keras.optimizers.Optimizer instance. Given: {spec}. "
-                         "TF 2.15's canned estimators refused tf.compat.v1.train optimizers too; pass a name "
-                         "('Adagrad', 'Adam', 'Ftrl', 'RMSProp', 'SGD') or a Keras optimizer")
-    if callable(spec) and not hasattr(spec, "get_config"):
-        return optimizer_for(spec(), default_learning_rate)
-    converted = _from_keras(spec)
-    if converted is None:
-        raise ValueError(f"Unsupported optimizer {spec!r}: give a name ('Adagrad', 'Adam', 'Ftrl', 'RMSProp', 'SGD'), "
-                         "or a Keras optimizer of one of those classes")
+def _from_keras3(optimizer: Any) -> OptimizerV2:
+    """The tf_keras legacy optimizer with a Keras 3 optimizer's class name and settings (a fresh one: no state)."""
+    import inspect
+
+    cls_name = type(optimizer).__name__
+    cls = getattr(_legacy, cls_name, None)
+    if cls is None or not isinstance(cls, type) or not issubclass(cls, OptimizerV2):
+        raise ValueError(f"Keras 3's {cls_name} has no Keras 2 (legacy) counterpart the canned estimators could train "
+                         f"with; give one of tf_keras.optimizers.legacy's: {', '.join(sorted(_legacy_names()))}")
+    accepted = (set(inspect.signature(cls.__init__).parameters) - {"self", "kwargs", "name"}) \
+        | set(_LEGACY_BASE_ARGUMENTS)
+    config = _keras3_config(optimizer, accepted)
+    for key, default in _KERAS3_ONLY_DEFAULTS.items():
+        if config.get(key, default) != default:
+            raise ValueError(f"{cls_name}({key}={config[key]!r}): a Keras 2 optimizer has no `{key}`, so the canned "
+                             f"estimators cannot train with it; leave it at {default!r}")
+    arguments = {key: value for key, value in config.items() if key in accepted and value is not None}
+    arguments["learning_rate"] = _legacy_learning_rate(config["learning_rate"], cls_name)
+    name = config.get("name")
+    if name and not _is_automatic_name(name, cls_name):
+        arguments["name"] = name
+    return cls(**arguments)
+
+
+def _legacy_names() -> list[str]:
+    return [n for n in dir(_legacy) if isinstance(getattr(_legacy, n), type) and n != "Optimizer"
+            and issubclass(getattr(_legacy, n), OptimizerV2)]
+
+
+def as_optimizer_v2(optimizer: Any) -> OptimizerV2:
+    """An optimizer object as the tf_keras OptimizerV2 the graph trains with (see the module docstring)."""
+    if isinstance(optimizer, OptimizerV2):
+        return optimizer
+    if isinstance(optimizer, tf.compat.v1.train.Optimizer):
+        raise ValueError(_REFUSED_MESSAGE.format(optimizer) + " (TF 2.15's canned estimators refused "
+                         "tf.compat.v1.train optimizers too)")
+    if _is_keras3_optimizer(optimizer):
+        return _from_keras3(optimizer)
+    if isinstance(optimizer, tf_keras.optimizers.Optimizer):
+        return tf_internals.tf_keras_legacy_optimizer(optimizer)
+    raise ValueError(_REFUSED_MESSAGE.format(optimizer))
+
+
+def _forget_graph_variables(optimizer: Any) -> None:
+    """Takes a discarded Keras 3 optimizer's variables out of the graph's collections: not initialised, not saved."""
+    graph = tf.compat.v1.get_default_graph()
+    made = {id(variable.value) for variable in optimizer.variables}
+    for key in graph.get_all_collection_keys():
+        collection = graph.get_collection_ref(key)
+        collection[:] = [item for item in collection if id(item) not in made]
+
+
+def _called(make: Callable[[], Any]) -> OptimizerV2:
+    """What an optimizer callable returns, as an OptimizerV2.
+
+    It is called where the model_fn runs (the training graph), as TF 2.15
+    called it, so that it may use graph tensors (the global step). A Keras 3
+    optimizer it makes there is converted, and its own variables leave the
+    graph's collections: they are neither initialised nor saved.
+    """
+    optimizer = make()
+    converted = as_optimizer_v2(optimizer)
+    if converted is not optimizer and _is_keras3_optimizer(optimizer) and not tf.executing_eagerly():
+        _forget_graph_variables(optimizer)
     return converted
 
 
-def train_op_for(optimizers: Sequence[tuple[GraphOptimizer, Sequence[tf.Variable]]], loss: tf.Tensor,
-                 global_step: tf.Variable) -> tf.Operation:
-    """Each optimizer over its variables, then the global step, which counts one training step."""
-    updates = [optimizer.minimize(loss, variables, global_step) for optimizer, variables in optimizers if variables]
-    with tf.control_dependencies(updates):
-        return global_step.assign_add(1).op
+def get_optimizer_instance(opt: Any, learning_rate: float | None = None) -> OptimizerV2:
+    """The OptimizerV2 for `opt`: a name (made with `learning_rate`, else the class's default rate), an
+    optimizer object, or a callable returning one (called now)."""
+    if isinstance(opt, str):
+        return _by_name(opt, learning_rate)
+    if callable(opt) and not isinstance(opt, OptimizerV2):
+        return _called(opt)
+    return as_optimizer_v2(opt)
 
 
-__all__ = ["Adagrad", "Adam", "Ftrl", "GraphOptimizer", "RMSprop", "SGD", "optimizer_for", "train_op_for"]
+def checked_optimizer_argument(opt: Any) -> Any:
+    """An estimator's `optimizer` argument checked when the estimator is made, not first at `train()` as in
+    TF 2.15: a name must be known, an object is converted now (one refused is refused at once); a callable is
+    kept, to be called in each training graph."""
+    if opt is None:
+        return None
+    if isinstance(opt, str):
+        _check_name(opt)
+        return opt
+    if isinstance(opt, OptimizerV2) or not callable(opt):
+        return as_optimizer_v2(opt)
+    return opt
+
+
+def optimizer_for_graph(opt: Any, learning_rate: float | None = None) -> OptimizerV2:
+    """The optimizer that builds this graph's train op (called in the model_fn, TRAIN mode).
+
+    A name or a callable makes a new optimizer per graph. An optimizer object
+    is used itself, as TF 2.15 used it (its `iterations` becomes the global
+    step); once it holds variables of an earlier graph (a second `train()`),
+    that graph's copy is a new optimizer from its config, where TF 2.15 failed
+    ("Cannot set `iterations` ..."): the checkpoint restores its state.
+    """
+    optimizer = get_optimizer_instance(opt, learning_rate)
+    weights = optimizer.weights
+    if weights and weights[0].graph is not tf.compat.v1.get_default_graph():
+        optimizer = type(optimizer).from_config(optimizer.get_config())
+    return optimizer
+
+
+__all__ = ["OPTIMIZER_NAMES", "as_optimizer_v2", "checked_optimizer_argument", "get_optimizer_instance",
+           "optimizer_for_graph"]

@@ -1,0 +1,114 @@
+"""BaselineClassifier, BaselineRegressor and BaselineEstimator: a bias and nothing else, as TF 2.15's.
+
+The model ignores the feature values: its logits are one trained bias per
+output (`baseline/bias`, zero-initialised) for every example, so it learns
+the label mean (a regressor), the classes' log-odds from their frequencies (a
+classifier), or whatever minimises the head's loss: the score any real model
+must beat. The features still give the batch size, and must agree on it
+(checked in the graph; the weight column is left out of that check, so that
+serving needs no weights). The default optimizer is FTRL at 0.3.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import tensorflow as tf
+
+from compat.estimator.canned import common, optimizers
+from compat.estimator.estimator import Estimator
+from compat.estimator.head import RegressionHead
+from compat.estimator.model_fn import ModeKeys
+
+# TF 2.15's learning rate for an optimizer named by a string
+_LEARNING_RATE = 0.3
+
+
+def _weight_key(weight_column: Any) -> str | None:
+    if weight_column is None or isinstance(weight_column, str):
+        return weight_column
+    if not isinstance(weight_column, type(tf.feature_column.numeric_column("w"))):
+        raise TypeError(f"Weight column must be either a string or NumericColumn. Given type: {type(weight_column)}.")
+    return weight_column.key
+
+
+def _batch_size_and_checks(features: dict, weight_key: str | None) -> tuple[tf.Tensor, list]:
+    """The batch size (the first feature's first dimension) and assertions that every other feature agrees."""
+    sizes = [tf.compat.v1.shape(value)[0] for key, value in features.items() if key != weight_key]
+    if not sizes:
+        raise ValueError("features is an empty dictionary (or holds only the weight column): the baseline takes its "
+                         "batch size from the features; give at least one feature")
+    return sizes[0], [tf.compat.v1.debugging.assert_equal(sizes[0], size) for size in sizes[1:]]
+
+
+def baseline_logits_and_variables(features: dict, num_outputs: int,
+                                  weight_column: Any = None) -> tuple[list, tf.Tensor]:
+    """The bias variable (in a list: the trainable variables) and the `[batch_size, num_outputs]` logits."""
+    common.check_features(features)
+    batch_size, checks = _batch_size_and_checks(features, _weight_key(weight_column))
+    with tf.name_scope("baseline"):
+        # made before the checks: an initial value depending on them would read the input to initialise
+        # (TF 2.15 made it under them, and failed with two features or more)
+        bias = tf.Variable(initial_value=tf.zeros([num_outputs]), name="bias")
+        with tf.control_dependencies(checks):
+            logits = tf.math.multiply(bias, tf.ones([batch_size, num_outputs]))
+    return [bias], logits
+
+
+def baseline_model_fn(features: dict, labels: Any, mode: str, head: Any, optimizer: Any = "Ftrl",
+                      weight_column: Any = None, config: Any = None) -> Any:
+    """The model_fn of the baseline estimators: the bias through `head`, trained by `optimizer` (a name at 0.3,
+    an optimizer or a callable) with the global step as its step counter."""
+    del config
+    trainable_variables, logits = baseline_logits_and_variables(features, head.logits_dimension, weight_column)
+    if mode == ModeKeys.TRAIN:
+        optimizer = optimizers.optimizer_for_graph(optimizer, _LEARNING_RATE)
+        common.start_counting_with_global_step(optimizer)
+
+    def train_op_fn(loss: tf.Tensor) -> tf.Operation:
+        return optimizer.get_updates(loss, trainable_variables)[0]
+
+    return head.create_estimator_spec(features=features, mode=mode, logits=logits, labels=labels,
+                                      train_op_fn=train_op_fn)
+
+
+def _model_fn(head: Any, optimizer: Any, weight_column: Any = None) -> Callable:
+    optimizer = optimizers.checked_optimizer_argument(optimizer)
+
+    def model_fn(features, labels, mode, config):
+        return baseline_model_fn(features, labels, mode, head, optimizer=optimizer, weight_column=weight_column,
+                                 config=config)
+
+    return model_fn
+
+
+class BaselineEstimator(Estimator):
+    """tf.estimator.BaselineEstimator: the bias-only model with any head (e.g. tf.estimator.MultiLabelHead)."""
+
+    def __init__(self, head: Any, model_dir: str | None = None, optimizer: Any = "Ftrl", config: Any = None):
+        super().__init__(model_fn=_model_fn(head, optimizer), model_dir=model_dir, config=config)
+
+
+class BaselineClassifier(Estimator):
+    """tf.estimator.BaselineClassifier: predicts the classes' frequencies in the training labels."""
+
+    def __init__(self, model_dir: str | None = None, n_classes: int = 2, weight_column: Any = None,
+                 label_vocabulary: Sequence[str] | None = None, optimizer: Any = "Ftrl", config: Any = None,
+                 loss_reduction: str = common.SUM_OVER_BATCH_SIZE):
+        head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
+        super().__init__(model_fn=_model_fn(head, optimizer, weight_column), model_dir=model_dir, config=config)
+
+
+class BaselineRegressor(Estimator):
+    """tf.estimator.BaselineRegressor: predicts the mean of the training labels (per label dimension)."""
+
+    def __init__(self, model_dir: str | None = None, label_dimension: int = 1, weight_column: Any = None,
+                 optimizer: Any = "Ftrl", config: Any = None, loss_reduction: str = common.SUM_OVER_BATCH_SIZE):
+        head = RegressionHead(label_dimension=label_dimension, weight_column=weight_column,
+                              loss_reduction=loss_reduction)
+        # as TF 2.15: the weight column weighs the loss (the head), and is counted among the features' batch sizes
+        super().__init__(model_fn=_model_fn(head, optimizer), model_dir=model_dir, config=config)
+
+
+__all__ = ["BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "baseline_logits_and_variables",
+           "baseline_model_fn"]

@@ -1,0 +1,60 @@
+"""What the canned estimators share: the classification head they pick, their argument checks and summaries."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import tensorflow as tf
+
+from compat import tf_internals
+from compat.estimator.head import BinaryClassHead, MultiClassHead
+from compat.estimator.head.base_head import Reduction
+
+SUM_OVER_BATCH_SIZE = Reduction.SUM_OVER_BATCH_SIZE
+_SPARSE_COMBINERS = ("sum", "mean", "sqrtn")
+
+_V1_COLUMNS_MESSAGE = (
+    "Received a feature column from TensorFlow v1, but this is a TensorFlow v2 Estimator. Please either use v2 "
+    "feature columns (accessible via tf.feature_column.* in TF 2.x) with this Estimator, or switch to a v1 "
+    "Estimator for use with v1 feature columns (accessible via tf.compat.v1.estimator.* and "
+    "tf.compat.v1.feature_column.*, respectively.")
+
+
+def classifier_head(n_classes: int, weight_column: Any, label_vocabulary: Sequence[str] | None,
+                    loss_reduction: str) -> Any:
+    """The head of a canned classifier: sigmoid for 2 classes, softmax for more (MultiClassHead refuses fewer)."""
+    if n_classes == 2:
+        return BinaryClassHead(weight_column=weight_column, label_vocabulary=label_vocabulary,
+                               loss_reduction=loss_reduction)
+    return MultiClassHead(n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary,
+                          loss_reduction=loss_reduction)
+
+
+def check_features(features: Any) -> None:
+    """The canned models read their inputs by column key: features must be a dict."""
+    if not isinstance(features, dict):
+        raise ValueError(f"features should be a dictionary of `Tensor`s. Given type: {type(features)}")
+
+
+def check_v2_columns(feature_columns: Sequence) -> None:
+    """The TF2 estimators take TF2 feature columns (tf.feature_column.*) only, as TF 2.15's did."""
+    if not tf_internals.is_feature_column_v2(feature_columns):
+        raise ValueError(_V1_COLUMNS_MESSAGE)
+
+
+def check_sparse_combiner(sparse_combiner: str) -> None:
+    """How a linear model combines a multivalent categorical column's weights: 'sum', 'mean' or 'sqrtn'."""
+    if sparse_combiner not in _SPARSE_COMBINERS:
+        raise ValueError(f"sparse_combiner must be one of {_SPARSE_COMBINERS}, given {sparse_combiner!r}")
+
+
+def add_layer_summary(value: tf.Tensor, tag: str) -> None:
+    """A layer's output as TF 2.15 summarised it: `<tag>/fraction_of_zero_values` and `<tag>/activation`."""
+    tf.compat.v1.summary.scalar(f"{tag}/fraction_of_zero_values", tf.math.zero_fraction(value))
+    tf.compat.v1.summary.histogram(f"{tag}/activation", value)
+
+
+def start_counting_with_global_step(optimizer: Any) -> None:
+    """The optimizer's step counter becomes the global step, so that each update advances it (hooks, checkpoints
+    and `max_steps` count it): TF 2.15's canned estimators did so for one optimizer per graph."""
+    optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
