@@ -3,7 +3,7 @@
 Walks `tf.estimator` and `tf.compat.v1.estimator` (and their namespaces:
 export, experimental, inputs, tpu, tpu.experimental) and writes the sorted
 dotted names, e.g. "estimator.DNNClassifier", "compat.v1.estimator.tpu.TPUEstimator".
-The result is kept in tests/data/tf215_estimator_names.json; tests check that
+The result is kept in compat/estimator/tf215_names.json; tests check that
 every name resolves after compat.estimator.install().
 """
 import json

@@ -1,0 +1,149 @@
+"""What runs as TF 2.15, what runs with a difference, and what is refused: one table, kept with the code.
+
+    python -m compat.estimator.compatibility [--markdown]    the table (docs/compatibility.md is its Markdown)
+
+Every public name of TF 2.15's `tf.estimator` and `tf.compat.v1.estimator`
+(compat/estimator/tf215_names.json lists the 157), and the TensorFlow and
+Keras names Estimator programs lean on (`tf.compat.v1.layers`,
+`tf.keras.estimator`, `tf.contrib`, ...), has a row: its status and, unless it
+runs as TF 2.15, how it differs or what to use instead. `lookup()` answers for
+any dotted name (below `tf.`), by the longest prefix the table has; the
+migration check (`python -m compat.estimator.check`) reads the same table, and
+tests/test_compatibility.py keeps the table, the code and the document in step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+
+SAME = "as TF 2.15"
+DIFFERS = "differs"
+REFUSED = "refused"
+UNKNOWN = "unknown"
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    status: str
+    note: str = ""
+
+
+_KERAS_ENGINE = ("trains the Keras 3 model eagerly (many steps per call); object-based checkpoints keyed as TF 2.15's, "
+                 "no .meta or graph.pbtxt; SessionRunHooks that need a Session are refused with their replacement")
+_V1_CANNED = "the TF 1.x class: tf.compat.v1.train optimizers, SUM loss reduction, TF 1.x variable and slot names"
+
+# Exact names (below `tf.`) and prefixes (ending in "."), for both namespaces where both had the name.
+_ROWS: dict[str, Entry] = {
+    # -- the Estimator and its specs
+    "estimator.Estimator": Entry(DIFFERS, "Keras 3 layers called in a model_fn without training= follow the mode and "
+                                          "update their state every step (TF 2.15 ran them in inference mode and never "
+                                          "updated them); a strategy of several replicas is refused (use "
+                                          "model_to_estimator)"),
+    "estimator.RunConfig": Entry(DIFFERS, "with train_distribute in a cluster, the task's properties come from "
+                                          "TF_CONFIG (TF 2.15 left them to its distribute coordinator)"),
+    "estimator.train_and_evaluate": Entry(DIFFERS, "clusters with ps tasks are refused; a restart after max_steps "
+                                                   "trains no extra step and returns (None, None)"),
+    "estimator.CheckpointSaverHook": Entry(SAME, "on model_to_estimator Estimators refused: use "
+                                                 "RunConfig(save_checkpoints_steps=...)"),
+    "estimator.SummarySaverHook": Entry(SAME, "on model_to_estimator Estimators refused: use "
+                                              "RunConfig(save_summary_steps=...)"),
+    "estimator.ProfilerHook": Entry(SAME, "on model_to_estimator Estimators refused: use "
+                                          "keras.callbacks.TensorBoard(profile_batch=...)"),
+    "estimator.experimental.InMemoryEvaluatorHook": Entry(SAME, "graph-engine Estimators only (model_fn, canned)"),
+    "estimator.add_metrics": Entry(SAME, "Estimators with a model_fn; a model_to_estimator Estimator is refused: add "
+                                         "the metric to model.compile(metrics=...)"),
+    # -- TPU
+    "estimator.tpu.TPUEstimator": Entry(DIFFERS, "use_tpu=False only (CPU and GPU, as TF 2.15 ran it there); "
+                                                 "use_tpu=True is refused"),
+    "estimator.tpu.experimental.EmbeddingConfigSpec": Entry(REFUSED, "TPU embeddings have no meaning off a TPU: use "
+                                                                     "tf.feature_column.embedding_column"),
+    # -- beyond tf.estimator: names Estimator programs use
+    "keras.estimator.model_to_estimator": Entry(DIFFERS, _KERAS_ENGINE),
+    "keras.layers.DenseFeatures": Entry(DIFFERS, "a Keras 3 layer over TensorFlow's feature columns (after install())"),
+    "keras.optimizers.legacy.": Entry(DIFFERS, "after install(): Keras 3's optimizer of the same name (one warning); "
+                                               "`Optimizer` is tf_keras' OptimizerV2 base class"),
+    "compat.v1.layers.": Entry(SAME, "tf_keras' legacy layers (TensorFlow's own route under Keras 2), after importing "
+                                     "compat.estimator"),
+    "layers.": Entry(SAME, "tf_keras' legacy layers, after importing compat.estimator"),
+    "compat.v1.nn.rnn_cell.": Entry(SAME, "tf_keras' legacy cells, after importing compat.estimator"),
+    "compat.v1.train.": Entry(SAME, "TensorFlow's own"),
+    "compat.v1.losses.": Entry(SAME, "TensorFlow's own"),
+    "compat.v1.metrics.": Entry(SAME, "TensorFlow's own"),
+    "compat.v1.summary.": Entry(SAME, "TensorFlow's own"),
+    "compat.v1.data.": Entry(SAME, "TensorFlow's own; make_one_shot_iterator(...).get_next() in an input_fn is read "
+                                   "as its dataset by model_to_estimator Estimators"),
+    "feature_column.": Entry(SAME, "TensorFlow's own"),
+    "compat.v1.feature_column.": Entry(SAME, "TensorFlow's own"),
+    "estimator.BoostedTreesClassifier": Entry(REFUSED, "removed from tensorflow_estimator before 2.15: use "
+                                                       "TensorFlow Decision Forests or a DNN/Linear estimator"),
+    "estimator.BoostedTreesRegressor": Entry(REFUSED, "removed from tensorflow_estimator before 2.15: use "
+                                                      "TensorFlow Decision Forests or a DNN/Linear estimator"),
+    "contrib.": Entry(REFUSED, "tf.contrib is not in TensorFlow 2: tf.contrib.estimator's names are tf.estimator's "
+                               "(add_metrics, stop_if_no_decrease_hook, ...); others have no counterpart here"),
+    "estimator.": Entry(SAME),
+    "compat.v1.estimator.": Entry(SAME),
+}
+
+
+def _canonical(dotted: str) -> str:
+    """`tf.compat.v1.estimator.X` and `tf.estimator.X` share a row unless the v1 name has its own."""
+    dotted = dotted[3:] if dotted.startswith("tf.") else dotted
+    if dotted.startswith("compat.v1.estimator.") and dotted not in _ROWS:
+        return "estimator." + dotted[len("compat.v1.estimator."):]
+    return dotted
+
+
+def lookup(dotted: str) -> Entry:
+    """The row for a dotted name below `tf.` (or with it): exact, else the longest prefix, else UNKNOWN."""
+    name = _canonical(dotted)
+    if name in _ROWS:
+        return _ROWS[name]
+    prefixes = [key for key in _ROWS if key.endswith(".") and name.startswith(key)]
+    return _ROWS[max(prefixes, key=len)] if prefixes else Entry(UNKNOWN)
+
+
+def tf215_names() -> list[str]:
+    """TF 2.15's public tf.estimator and tf.compat.v1.estimator names, as recorded from TF 2.15.1."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "tf215_names.json")
+    return json.load(open(path))["names"]
+
+
+def table() -> list[tuple[str, Entry]]:
+    """Every TF 2.15 name, then the other names the table knows, with their rows."""
+    names = tf215_names()
+    rows = [("tf." + name, lookup(name)) for name in names]
+    rows += [("tf." + key + ("*" if key.endswith(".") else ""), entry) for key, entry in _ROWS.items()
+             if key not in names and "compat.v1." + key not in names
+             and key not in ("estimator.", "compat.v1.estimator.")]
+    return rows
+
+
+def markdown() -> str:
+    rows = table()
+    counts = {status: sum(entry.status == status for _, entry in rows) for status in (SAME, DIFFERS, REFUSED)}
+    lines = ["# Compatibility with TF 2.15's tf.estimator", "",
+             "Generated by `python -m compat.estimator.compatibility --markdown` from the table in "
+             "compat/estimator/compatibility.py (tests/test_compatibility.py keeps them in step). Every public name of "
+             "TF 2.15's `tf.estimator` and `tf.compat.v1.estimator`, then names of TensorFlow and Keras that "
+             "Estimator programs use (`*`: every name below).", "",
+             f"{counts[SAME]} as TF 2.15, {counts[DIFFERS]} with a stated difference, {counts[REFUSED]} refused.", "",
+             "| name | status | how it differs, or what to use |", "|---|---|---|"]
+    lines += [f"| `{name}` | {entry.status} | {entry.note} |" for name, entry in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    if "--markdown" in argv:
+        sys.stdout.write(markdown())
+    else:
+        for name, entry in table():
+            print(f"{name:65s} {entry.status:11s} {entry.note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
