@@ -57,8 +57,8 @@ def command(mode: str, model_dir: str, cache_dir: str) -> list[str]:
     if mode == "tune":
         return [*train, "--mode=tune", "--max_trials=3", f"--max_steps={STEPS[mode]}", "--eval_every_steps=16",
                 "--model=conv1d"]
-    return [sys.executable, os.path.join(REPO, "bench", "programs", "model_fn_steps.py"), model_dir,
-            str(STEPS[mode])]
+    return [sys.executable, os.path.join(REPO, "bench", "programs", "model_fn_steps.py"), f"--model_dir={model_dir}",
+            f"--max_steps={STEPS[mode]}"]
 
 
 def newest_checkpoint_step(model_dir: str) -> int | None:

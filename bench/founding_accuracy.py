@@ -8,7 +8,7 @@ tf.estimator and under compat.estimator, alternating which goes first, and
 prints each run's test accuracy with the mean and standard deviation per side.
 Its Keras model starts from Keras' own random weights, which tf_random_seed
 does not seed (TF 2.15's either), so runs differ; then it runs the program
-twice more per side with --seed-keras, where every source of randomness is
+twice more per side with --seed_keras, where every source of randomness is
 seeded, and says whether the two runs agree exactly.
 """
 
@@ -36,11 +36,11 @@ FLAGS = flags.FLAGS
 def main(argv) -> None:
     del argv
     sides = {"TF 2.15": [tf215_python(FLAGS.venv)], "compat": [sys.executable, "-c", INSTALL_THEN_RUN]}
-    program = [os.path.join(PROGRAMS, "founding_iterator.py"), FLAGS.data_dir]
+    program = [os.path.join(PROGRAMS, "founding_iterator.py"), f"--data_dir={FLAGS.data_dir}"]
 
     def accuracy(prefix: list, *extra: str) -> float:
         model_dir = tempfile.mkdtemp(prefix="founding-")
-        return run([*prefix, *program, model_dir, str(FLAGS.steps), *extra])[0]["accuracy"]
+        return run([*prefix, *program, f"--model_dir={model_dir}", f"--steps={FLAGS.steps}", *extra])[0]["accuracy"]
 
     accuracies: dict[str, list[float]] = {name: [] for name in sides}
     for index in range(FLAGS.runs):
@@ -49,7 +49,7 @@ def main(argv) -> None:
         print(f"run {index + 1}/{FLAGS.runs} done", flush=True)
     print(f"\n| {FLAGS.steps} steps | accuracy per run | mean | sd | seeded twice |\n|---|---|---:|---:|---|")
     for name, prefix in sides.items():
-        seeded = [accuracy(prefix, "--seed-keras") for _ in range(2)]
+        seeded = [accuracy(prefix, "--seed_keras") for _ in range(2)]
         values = accuracies[name]
         agree = "identical" if seeded[0] == seeded[1] else f"differ: {seeded[0]:.4f}, {seeded[1]:.4f}"
         print(f"| {name} | {', '.join(f'{v:.3f}' for v in values)} | {statistics.mean(values):.3f} | "

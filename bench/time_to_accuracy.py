@@ -55,10 +55,10 @@ def train_py(*extra: str) -> dict:
 def main(argv) -> None:
     del argv
     old = tf215_python(FLAGS.venv)
-    seed = [old, os.path.join(REPO, "bench", "programs", "seed_estimator.py"), FLAGS.data_dir]
+    seed = [old, os.path.join(REPO, "bench", "programs", "seed_estimator.py"), f"--data_dir={FLAGS.data_dir}"]
     rows = {
         "tf215 seed program": lambda: (lambda out: {"accuracy": out[0]["accuracy"], "wall_seconds": out[1]})(
-            run_program([*seed, tempfile.mkdtemp(prefix="bench-tta-seed-")])),
+            run_program([*seed, f"--model_dir={tempfile.mkdtemp(prefix='bench-tta-seed-')}"])),
         "train.py synthetic": lambda: train_py(),
         "train.py fsdd": lambda: train_py("--dataset=fsdd", f"--data_dir={FLAGS.data_dir}"),
     }

@@ -47,13 +47,13 @@ def main(argv) -> None:
     samples: dict[str, list] = {key: [] for key in ("tiny_tf215", "tiny_compat", "tiny_keras", "seed_tf215",
                                                     "seed_compat")}
     tiny = [os.path.join(PROGRAMS, "tiny_steps.py")]
-    seed = [os.path.join(PROGRAMS, "seed_estimator.py"), FLAGS.data_dir]
+    seed = [os.path.join(PROGRAMS, "seed_estimator.py"), f"--data_dir={FLAGS.data_dir}"]
     for round_ in range(FLAGS.rounds):
         order = list(sides.items()) if round_ % 2 == 0 else list(reversed(sides.items()))
         for name, prefix in order:
             samples[f"tiny_{name}"].append(run([*prefix, *tiny, "estimator", str(FLAGS.tiny_steps)])[0])
             model_dir = tempfile.mkdtemp(prefix=f"seed-{name}-")
-            output, wall = run([*prefix, *seed, model_dir, str(FLAGS.seed_steps)])
+            output, wall = run([*prefix, *seed, f"--model_dir={model_dir}", f"--steps={FLAGS.seed_steps}"])
             samples[f"seed_{name}"].append({**output, "wall_seconds": wall})
         samples["tiny_keras"].append(run([sys.executable, *tiny, "keras", str(FLAGS.tiny_steps)])[0])
         print(f"round {round_ + 1}/{FLAGS.rounds} done", flush=True)

@@ -1,28 +1,33 @@
 """The founding question's program as 2018-2019 code had it, written for TF <= 2.15.
 
-    python founding_iterator.py FSDD_RECORDINGS MODEL_DIR [STEPS] [--seed-keras]
+    python founding_iterator.py --data_dir FSDD_RECORDINGS --model_dir DIR [--steps 300] [--seed_keras]
 
 Its input_fn returns `make_one_shot_iterator(dataset).get_next()`; a compiled
 tf.keras model (1-D convolutions, dropout) goes through model_to_estimator with
-RunConfig(tf_random_seed=7); train_and_evaluate trains STEPS (default 300) with
+RunConfig(tf_random_seed=7); train_and_evaluate trains --steps (default 300) with
 an evaluation every 100. The Keras model's initial weights come from Keras'
 own generator, which tf_random_seed does not reach (in TF 2.15 either):
---seed-keras seeds it too (tf.keras.utils.set_random_seed(7)), making the run
+--seed_keras seeds it too (tf.keras.utils.set_random_seed(7)), making the run
 reproducible. Prints one JSON line. bench/founding_accuracy.py runs it under
 TF 2.15 and compat.estimator.
 """
+import argparse
 import glob
 import json
 import os
-import sys
 import time
 
 import tensorflow as tf
 
-DATA, MODEL_DIR = sys.argv[1], sys.argv[2]
-STEPS = int(sys.argv[3]) if len(sys.argv) > 3 and not sys.argv[3].startswith("--") else 300
+parser = argparse.ArgumentParser(description="The founding question's program as 2018-2019 code had it.")
+parser.add_argument("--data_dir", required=True, help="FSDD recordings folder")
+parser.add_argument("--model_dir", required=True, help="the Estimator's model folder (a new one to train afresh)")
+parser.add_argument("--steps", type=int, default=300)
+parser.add_argument("--seed_keras", action="store_true", help="seed Keras' generator too (a reproducible run)")
+ARGS = parser.parse_args()
+DATA, MODEL_DIR, STEPS = ARGS.data_dir, ARGS.model_dir, ARGS.steps
 SAMPLES = 8000  # 1 s at FSDD's 8 kHz
-if "--seed-keras" in sys.argv:
+if ARGS.seed_keras:
     tf.keras.utils.set_random_seed(7)
 
 

@@ -1,20 +1,24 @@
-"""A custom model_fn Estimator (the graph engine) that trains to MAX_STEPS, checkpointing every 20 steps.
+"""A custom model_fn Estimator (the graph engine) that trains to --max_steps, checkpointing every 20 steps.
 
-    python model_fn_steps.py MODEL_DIR MAX_STEPS
+    python model_fn_steps.py --model_dir DIR --max_steps N
 
-Rerun with the same MODEL_DIR, it resumes from the latest checkpoint, as a
+Rerun with the same --model_dir, it resumes from the latest checkpoint, as a
 tf.estimator program does. Prints a JSON line: the final global step and the
 step it started from.
 """
+import argparse
 import json
-import sys
 
 import numpy as np
 import tensorflow as tf
 
 import compat.estimator as estimator
 
-MODEL_DIR, MAX_STEPS = sys.argv[1], int(sys.argv[2])
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--model_dir", required=True)
+parser.add_argument("--max_steps", type=int, required=True)
+ARGS = parser.parse_args()
+MODEL_DIR, MAX_STEPS = ARGS.model_dir, ARGS.max_steps
 rng = np.random.default_rng(0)
 X = rng.standard_normal((2048, 16)).astype("float32")
 Y = (X[:, :4].sum(axis=1) > 0).astype("int64")

@@ -1,24 +1,28 @@
 """A 2018-style Estimator program in the founding question's shape, written for TF <= 2.15.
 
-    python seed_estimator.py FSDD_RECORDINGS MODEL_DIR [STEPS]
+    python seed_estimator.py --data_dir FSDD_RECORDINGS --model_dir DIR [--steps 600]
 
 Its input_fn decodes WAV files with tf.data one map after another, with no
 prefetch; a compiled tf.keras model goes through model_to_estimator, then
-train_and_evaluate: STEPS steps (default 600), a checkpoint and an evaluation
+train_and_evaluate: --steps steps (default 600), a checkpoint and an evaluation
 every 200. It runs unchanged on TensorFlow 2.15 and, after
 `compat.estimator.install()`, on TensorFlow >= 2.16 (bench/vs_tf215.py runs
 both). Prints one JSON line: eval accuracy, global step, training seconds.
 """
+import argparse
 import glob
 import json
 import os
-import sys
 import time
 
 import tensorflow as tf
 
-DATA, MODEL_DIR = sys.argv[1], sys.argv[2]
-STEPS = int(sys.argv[3]) if len(sys.argv) > 3 else 600
+parser = argparse.ArgumentParser(description="The founding question's Estimator program.")
+parser.add_argument("--data_dir", required=True, help="FSDD recordings folder")
+parser.add_argument("--model_dir", required=True, help="the Estimator's model folder (a new one to train afresh)")
+parser.add_argument("--steps", type=int, default=600)
+ARGS = parser.parse_args()
+DATA, MODEL_DIR, STEPS = ARGS.data_dir, ARGS.model_dir, ARGS.steps
 SAMPLES = 8000  # 1 s at FSDD's 8 kHz
 
 
