@@ -14,6 +14,12 @@ when the whole process runs on Keras 2 (TF_USE_LEGACY_KERAS). `install_legacy_la
 routes just those two names there, so that model_fns built from them run while
 `tf.keras` stays Keras 3.
 
+An input_fn written for graph mode returns `make_one_shot_iterator(ds).get_next()`;
+the Keras engine calls it eagerly, where that is one batch of values:
+`install()` wraps the two v1 iterator factories so that, inside
+`v1_iterators_give_their_dataset()` only, they hand back a stand-in that leads
+to the dataset; everywhere else they are TensorFlow's own.
+
 Keras 3 layers called inside a model_fn's graph would run in inference mode
 unless given `training=`: `keras_training_default` lets the Estimator say
 which mode it builds, through the one Keras class that holds a call's
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import threading
 from typing import Iterator
 
 import tensorflow as tf
@@ -90,6 +97,58 @@ def _legacy_owners() -> list[tuple[object, str, str]]:
     return owners
 
 
+class _CapturedIterator:
+    """Stands in for a v1 iterator while a legacy input_fn runs eagerly: remembers its dataset.
+
+    `get_next()` gives markers shaped like one element, so `features, labels =
+    iterator.get_next()` unpacks as it did; each marker leads back to the dataset.
+    """
+
+    def __init__(self, dataset: tf.data.Dataset) -> None:
+        self.dataset = dataset
+
+    def get_next(self, name: str | None = None):
+        return tf.nest.map_structure(lambda _: _IteratorMarker(self.dataset), self.dataset.element_spec)
+
+
+class _IteratorMarker:
+    def __init__(self, dataset: tf.data.Dataset) -> None:
+        self.dataset = dataset
+
+
+_capturing = threading.local()
+
+
+def _capture_when_asked(make_iterator):
+    def wrapper(dataset, *args, **kwargs):
+        if getattr(_capturing, "active", False):
+            return _CapturedIterator(dataset)
+        return make_iterator(dataset, *args, **kwargs)
+
+    wrapper.__wrapped__ = make_iterator
+    return wrapper
+
+
+@contextlib.contextmanager
+def v1_iterators_give_their_dataset() -> Iterator[None]:
+    """In this block (and this thread), `tf.compat.v1.data.make_one_shot_iterator(ds)` and
+    `make_initializable_iterator(ds)` return a stand-in whose `get_next()` leads back to `ds`.
+
+    An input_fn written for graph mode returns `make_one_shot_iterator(ds).get_next()`;
+    called eagerly (the Keras engine), that would be one batch of values, not the dataset.
+    """
+    _capturing.active = True
+    try:
+        yield
+    finally:
+        _capturing.active = False
+
+
+def dataset_behind(value) -> tf.data.Dataset | None:
+    """The dataset whose stand-in iterator gave `value` in `v1_iterators_give_their_dataset`, else None."""
+    return value.dataset if isinstance(value, _IteratorMarker) else None
+
+
 def install() -> None:
     """`tf.compat.v1.layers` and `tf.compat.v1.nn.rnn_cell` become tf_keras' (loaded on first use), and
     Keras 3 layers honour `keras_training_default`. Idempotent; `uninstall()` puts everything back."""
@@ -98,6 +157,10 @@ def install() -> None:
     for owner, name, module in _legacy_owners():
         _replaced.append((owner, name, owner.__dict__.get(name)))
         setattr(owner, name, LazyLoader(name, {}, module))
+    for data in {id(v1.data): v1.data for v1 in compat_v1_modules()}.values():
+        for name in ("make_one_shot_iterator", "make_initializable_iterator"):
+            _replaced.append((data, name, getattr(data, name)))
+            setattr(data, name, _capture_when_asked(getattr(data, name)))
     from keras.src.layers import layer as keras_layer
 
     _replaced.append((keras_layer, "CallContext", keras_layer.CallContext))
@@ -276,3 +339,34 @@ def tf_keras_legacy_optimizer(optimizer):
     import tf_keras
 
     return tf_keras.__internal__.optimizers.convert_to_legacy_optimizer(optimizer)
+
+
+# -- the TF 1.x canned estimators (compat/estimator/canned: DNNClassifierV1, ...) ------------------------------
+# TF 2.15's tf.compat.v1.estimator classes were built from tf.compat.v1.layers and, for TF2 feature columns, Keras 2's
+# v1 DenseFeatures; both ship in tf_keras, under its v1 API, which `tf.compat.v1.keras` is under Keras 2 only.
+
+def legacy_layers():
+    """tf_keras' tf.compat.v1.layers (Dense, Dropout, BatchNormalization, ...): variables made with
+    `tf.compat.v1.get_variable` under the caller's variable scope (its partitioner applies), updates in UPDATE_OPS."""
+    import tf_keras.api._v1.keras.__internal__.legacy.layers as layers
+
+    return layers
+
+
+def v1_dense_features(feature_columns, name: str):
+    """Keras 2's v1 DenseFeatures layer (`tf.compat.v1.keras.layers.DenseFeatures` under Keras 2): TF2 feature
+    columns whose variables are made under the caller's variable scope, so that its partitioner applies."""
+    from tf_keras.api._v1.keras.layers import DenseFeatures
+
+    return DenseFeatures(feature_columns=feature_columns, name=name)
+
+
+def variable_partitions(variable) -> list:
+    """The slices of a partitioned variable (what `tf.compat.v1.get_variable` gives under a variable scope's
+    partitioner; TensorFlow has no public name for its class), or `[variable]` for any other variable or a list's
+    items for a list of slices."""
+    from tensorflow.python.ops import variables
+
+    if isinstance(variable, (list, tuple, variables.PartitionedVariable)):
+        return list(variable)
+    return [variable]

@@ -5,87 +5,39 @@ signature asks for them. It may return a Dataset of `(features, labels)` or of
 features, a `(features, labels)` tuple, or features alone (labels None).
 
 Legacy input_fns return `tf.compat.v1.data.make_one_shot_iterator(ds).get_next()`.
-Run eagerly, that yields one batch of values, not the dataset. So, once, when
-this module is imported, `make_one_shot_iterator` and
-`make_initializable_iterator` are wrapped (under a lock): while *this thread*
-is inside `call_input_fn` of the Keras engine, they return a stand-in whose
-`get_next()` leads back to the dataset; everywhere else, and in every other
-thread, they are TensorFlow's own.
+Run eagerly (the Keras engine), that yields one batch of values, not the dataset;
+`call_input_fn` calls them inside `tf_internals.v1_iterators_give_their_dataset()`,
+where the iterator factories (wrapped when compat.estimator is imported) lead
+back to the dataset.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
-import threading
 from typing import Any, Callable
 
 import tensorflow as tf
 from absl import logging
 
-_capturing = threading.local()
-_wrap_lock = threading.Lock()
+from compat import tf_internals
 
-
-class _CapturedIterator:
-    """Stands in for a v1 iterator while a legacy input_fn runs: remembers its dataset.
-
-    `get_next()` gives markers shaped like one element, so `features, labels =
-    iterator.get_next()` unpacks as it did; the markers lead back to the dataset.
-    """
-
-    def __init__(self, dataset: tf.data.Dataset) -> None:
-        self.dataset = dataset
-
-    def get_next(self, name: str | None = None) -> Any:
-        return tf.nest.map_structure(lambda _: _Marker(self), self.dataset.element_spec)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Marker:
-    iterator: _CapturedIterator
-
-
-def _capture_when_asked(make_iterator: Callable) -> Callable:
-    def wrapper(dataset, *args, **kwargs):
-        if getattr(_capturing, "active", False):
-            return _CapturedIterator(dataset)
-        return make_iterator(dataset, *args, **kwargs)
-
-    wrapper.__wrapped__ = make_iterator
-    wrapper._compat_estimator_capture = True
-    return wrapper
-
-
-def _wrap_v1_iterator_factories() -> None:
-    with _wrap_lock:
-        module = tf.compat.v1.data
-        for name in ("make_one_shot_iterator", "make_initializable_iterator"):
-            current = getattr(module, name)
-            if not getattr(current, "_compat_estimator_capture", False):
-                setattr(module, name, _capture_when_asked(current))
-
-
-_wrap_v1_iterator_factories()
 _legacy_warned = False
 
 
 def _call_capturing_iterators(input_fn: Callable, kwargs: dict) -> Any:
     """Calls `input_fn`; iterator tensors it returns are replaced by their dataset."""
     global _legacy_warned
-    _capturing.active = True
-    try:
+    with tf_internals.v1_iterators_give_their_dataset():
         result = input_fn(**kwargs)
-    finally:
-        _capturing.active = False
-    markers = [x for x in tf.nest.flatten(result) if isinstance(x, _Marker)]
-    if not markers:
+    datasets = [tf_internals.dataset_behind(x) for x in tf.nest.flatten(result)]
+    datasets = [dataset for dataset in datasets if dataset is not None]
+    if not datasets:
         return result
     if not _legacy_warned:
         logging.warning("input_fn returned iterator tensors (make_one_shot_iterator(...).get_next()); "
                         "return the tf.data.Dataset itself instead")
         _legacy_warned = True
-    return markers[0].iterator.dataset
+    return datasets[0]
 
 
 def input_fn_kwargs(input_fn: Callable, **candidates: Any) -> dict:

@@ -1,0 +1,71 @@
+"""Every reach into TensorFlow's, Keras' and tf_keras' internals (compat/tf_internals.py) still works here.
+
+A release that moves one of these names fails this file, by name, rather than
+a run deep inside; and what install() changes, uninstall() puts back.
+"""
+
+import inspect
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat.estimator  # noqa: F401  (the documented import that installs what tf_internals changes)
+from compat import tf_internals
+
+
+def test_the_private_modules_and_names_are_where_they_were():
+    assert tf_internals.export_output.PredictOutput and tf_internals.export_utils.build_all_signature_defs
+    assert callable(tf_internals.evaluation._evaluate_once)
+    assert "num_evals" in inspect.signature(tf_internals.evaluation._StopAfterNEvalsHook).parameters
+    assert hasattr(tf.compat.v1.saved_model.Builder, "_add_train_op")
+    assert hasattr(tf.compat.v1.train.CheckpointSaverHook(".", save_steps=1), "_listeners")
+    assert hasattr(tf.Operation, "_add_control_inputs")
+    from keras.src.backend.common import global_state
+    from keras.src.layers import layer as keras_layer
+
+    keras.layers.Dense(1)  # Keras counts names in this global attribute
+    assert global_state.get_global_attribute("object_name_uids") is not None
+    assert "entry_layer" in inspect.signature(keras_layer.CallContext.__init__).parameters
+    assert tf_internals.fn_args(lambda features, labels, mode: None) == ("features", "labels", "mode")
+
+
+def test_keras_names_restart_per_graph_and_the_count_comes_back():
+    keras.layers.Dense(1)  # the process's count moves on
+    with tf_internals.keras_names_per_graph():
+        assert keras.layers.Dense(1).name == "dense"
+    assert keras.layers.Dense(1).name != "dense"
+
+
+def test_the_training_default_reaches_keras_3_layers_only_inside_its_block():
+    dropout = keras.layers.Dropout(0.5, seed=1)
+    ones = np.ones((1, 1000), "float32")
+    with tf_internals.keras_training_default(True):
+        assert (dropout(ones).numpy() == 0).any()
+        assert (dropout(ones, training=False).numpy() == 1).all()  # an explicit value still wins
+    assert (dropout(ones).numpy() == 1).all()
+
+
+def test_v1_iterators_give_their_dataset_only_inside_the_block():
+    dataset = tf.data.Dataset.range(3)
+    with tf_internals.v1_iterators_give_their_dataset():
+        value = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+    assert tf_internals.dataset_behind(value) is dataset
+    with tf.Graph().as_default():
+        assert isinstance(tf.compat.v1.data.make_one_shot_iterator(tf.data.Dataset.range(3)).get_next(), tf.Tensor)
+
+
+def test_uninstall_puts_tensorflows_own_names_back():
+    installed = (tf.compat.v1.layers, tf.compat.v1.data.make_one_shot_iterator)
+    tf_internals.uninstall()
+    try:
+        with pytest.raises(AttributeError, match="not available with Keras 3"):
+            tf.compat.v1.layers.dense  # noqa: B018
+        assert tf.compat.v1.data.make_one_shot_iterator is not installed[1]
+        from keras.src.layers import layer as keras_layer
+
+        assert keras_layer.CallContext.__module__ == "keras.src.layers.layer"
+    finally:
+        tf_internals.install()
+    assert tf.compat.v1.layers.dense is not None
