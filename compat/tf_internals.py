@@ -370,3 +370,19 @@ def variable_partitions(variable) -> list:
     if isinstance(variable, (list, tuple, variables.PartitionedVariable)):
         return list(variable)
     return [variable]
+
+
+def forget_retries(oracle, trial_ids: set) -> None:
+    """Takes `trial_ids` off a keras-tuner oracle's queue of trials to run again (it has no public accessor)."""
+    oracle._retry_queue = [trial_id for trial_id in oracle._retry_queue if trial_id not in trial_ids]
+
+
+# -- tf.compat.v1.estimator.experimental.KMeans (compat/estimator/canned/kmeans.py) ------------------------------
+
+def kmeans_training_graph(**kwargs) -> tuple:
+    """TensorFlow's k-means graph (`tensorflow.python.ops.clustering_ops.KMeans(**kwargs).training_graph()`, what TF
+    2.15's KMeans estimator ran): (all_scores, cluster_idx, scores, cluster_centers_initialized, init_op,
+    training_op), the first three one-item lists. The cluster centers are the variable `clusters`."""
+    from tensorflow.python.ops import clustering_ops
+
+    return clustering_ops.KMeans(**kwargs).training_graph()

@@ -33,7 +33,7 @@ import tensorflow as tf
 from absl import logging
 
 import models
-from compat import atomic, charts, data
+from compat import atomic, charts, data, tf_internals
 from compat.config import PipelineConfig, TrainConfig, TuneConfig, replace_fields
 from compat.run import NanGuard, Run, TrainingClock, plan_steps
 
@@ -195,8 +195,7 @@ def resume_whole(tuner) -> None:
     saves oracle.json while the ended trial is still listed as ongoing, so a
     kill right after it made the reload queue that finished trial for a retry.
     Here the oracle is reloaded whenever oracle.json exists, and trials that
-    trial.json records as ended are taken off the retry queue (which has no
-    public accessor).
+    trial.json records as ended are taken off the retry queue.
     """
     oracle = tuner.oracle
     tuner_state = os.path.join(tuner.project_dir, f"{tuner.tuner_id}.json")
@@ -205,7 +204,7 @@ def resume_whole(tuner) -> None:
     ended = {trial_id for trial_id, trial in oracle.trials.items()
              if trial.status in (keras_tuner.engine.trial.TrialStatus.COMPLETED,
                                  keras_tuner.engine.trial.TrialStatus.FAILED)}
-    oracle._retry_queue = [trial_id for trial_id in oracle._retry_queue if trial_id not in ended]
+    tf_internals.forget_retries(oracle, ended)
 
 
 def is_tuning_worker() -> bool:

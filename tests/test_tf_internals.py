@@ -69,3 +69,12 @@ def test_uninstall_puts_tensorflows_own_names_back():
     finally:
         tf_internals.install()
     assert tf.compat.v1.layers.dense is not None
+
+
+def test_a_keras_tuner_oracle_still_keeps_its_retry_queue():
+    import keras_tuner
+
+    oracle = keras_tuner.oracles.RandomSearchOracle(max_trials=1)
+    oracle._retry_queue.extend(["0", "1"])
+    tf_internals.forget_retries(oracle, {"0"})
+    assert oracle._retry_queue == ["1"]
