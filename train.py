@@ -122,9 +122,21 @@ def _interrupted(model_dir: str):
     return handler
 
 
+def in_flag_terms(message: str) -> str:
+    """A library message in train.py's words: the library names a setting `name` or `name=value`, which here
+    is the flag --name (or --name=value); other backticked words are left as they are."""
+    import re
+
+    def flag(match: re.Match) -> str:
+        name, value = match.group(1), match.group(2) or ""
+        return f"--{name}{value}" if name in absl_flags.FLAGS else match.group(0)
+
+    return re.sub(r"`(\w+)(=[^`]*)?`", flag, message)
+
+
 def fail(message: str, exit_code: int = 2) -> None:
     """One line that names the flag, file or folder and says what to do: no traceback, no help dump."""
-    print(f"train.py: error: {message}", file=sys.stderr)
+    print(f"train.py: error: {in_flag_terms(message)}", file=sys.stderr)
     sys.exit(exit_code)
 
 

@@ -333,7 +333,7 @@ def folder_lock(folder: str) -> Iterator[None]:
             stream.close()
             raise FolderInUseError(
                 f"'{folder}' is in use by {holder}; wait for that run to end, or give this one another "
-                "folder (flag --model_dir)") from None
+                "folder (`model_dir`)") from None
         try:  # the file we locked may have been removed by the previous holder's release
             same = os.fstat(stream.fileno()).st_ino == os.stat(path).st_ino
         except FileNotFoundError:

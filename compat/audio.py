@@ -40,7 +40,7 @@ class BadAudioFileError(ValueError):
         self.reason = reason
         super().__init__(
             f"cannot read audio file '{path}': {reason}. Fix or remove the file, or "
-            "pass skip_bad_files=True (flag --skip_bad_files) to skip unreadable files."
+            "pass `skip_bad_files=True` to skip unreadable files."
         )
 
 

@@ -329,7 +329,7 @@ def through_disk_cache(
             return CachedSplit(None, final, entry.examples)
         if written_now:
             raise OSError(f"the cache entry {final} was damaged as soon as it was written ({problem}): check the "
-                          "disk, or use --cache=memory|none")
+                          "disk, or use `cache=memory` or `cache=none`")
         logging.warning("Dataset cache entry %s is damaged (%s): discarding it and building it again", final,
                         problem)
         try:
@@ -338,14 +338,14 @@ def through_disk_cache(
             pass
         except OSError as error:  # a read-only cache: the caller goes on without it
             raise CacheUnavailableError(f"the damaged cache entry {final} cannot be removed ({error}); remove it, "
-                                        "or set --cache_dir to a writable folder") from error
+                                        "or set `cache_dir` to a writable folder") from error
 
     try:
         temp = atomic.make_temp_folder(final)
     except OSError as error:
         raise CacheUnavailableError(
-            f"the cache folder {cache_dir} cannot be written ({error.strerror or error}); set --cache_dir to a "
-            "writable folder, or --cache=memory|none") from error
+            f"the cache folder {cache_dir} cannot be written ({error.strerror or error}); set `cache_dir` to a "
+            "writable folder, or `cache=memory` or `cache=none`") from error
     atexit.register(atomic.remove_own, temp)
     started = time.monotonic()
 
@@ -361,7 +361,7 @@ def through_disk_cache(
             logging.warning("Dataset cache entry %s not published: %s", key, problem)
             # Stops the pass: its later epochs would replay the segments that were written, a part of the split.
             raise OSError(f"the dataset cache entry {key} ({split} split) was not written whole ({problem}); a "
-                          "write failed, e.g. on a full disk. Free space, or use --cache=none")
+                          "write failed, e.g. on a full disk. Free space, or use `cache=none`")
         _publish(temp, final, meta)
 
     written = _write_segments(build(), temp, per_segment)

@@ -56,7 +56,7 @@ def restore_newest_readable(paths_newest_first: Sequence[str], restore: Callable
         raise NoReadableCheckpointError(
             "no checkpoint in the model folder can be read: "
             + "; ".join(f"{path} ({reason})" for path, reason in failures)
-            + ". Restore the folder from a backup, or start again with a new --model_dir")
+            + ". Restore the folder from a backup, or start again with a new `model_dir`")
     return None
 
 

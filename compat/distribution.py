@@ -32,17 +32,17 @@ def make_strategy(name: str, num_gpus: int = 0) -> tf.distribute.Strategy | None
     if name == "mirrored":
         gpus = [device.name for device in tf.config.list_logical_devices("GPU")]
         if num_gpus > len(gpus):
-            raise UnsupportedStrategyError(f"--num_gpus={num_gpus} but {len(gpus)} GPU(s) are visible; lower "
-                                           "--num_gpus, or 0 to mirror on the CPU")
+            raise UnsupportedStrategyError(f"`num_gpus={num_gpus}` but {len(gpus)} GPU(s) are visible; lower "
+                                           "`num_gpus`, or `num_gpus=0` to mirror on the CPU")
         return tf.distribute.MirroredStrategy(gpus[:num_gpus] if num_gpus else ["/cpu:0"])
     if name == "multi_worker_mirrored":
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "parameter_server":
         raise UnsupportedStrategyError(
-            "--distribution_strategy=parameter_server is not run by this toolkit: Keras 3 cannot train under "
+            "`distribution_strategy=parameter_server` is not run by this toolkit: Keras 3 cannot train under "
             "ParameterServerStrategy, and its engines run synchronous replicas only. Use mirrored (one host) or "
-            "multi_worker_mirrored (a TF_CONFIG cluster of a chief, workers and an evaluator, --mode=estimator)")
-    raise UnsupportedStrategyError(f"unknown --distribution_strategy '{name}'; use one of {', '.join(STRATEGIES)}")
+            "multi_worker_mirrored (a TF_CONFIG cluster of a chief, workers and an evaluator, `mode=estimator`)")
+    raise UnsupportedStrategyError(f"unknown `distribution_strategy` '{name}'; use one of {', '.join(STRATEGIES)}")
 
 
 def strategy_for(config: DistributionConfig) -> tf.distribute.Strategy | None:
@@ -97,9 +97,9 @@ def check_cluster(mode: str) -> None:
     if "ps" in cluster:
         raise UnsupportedStrategyError(
             "TF_CONFIG names ps tasks: parameter-server training is not run by this toolkit. The cluster shapes "
-            "that run (--mode=estimator --distribution_strategy=multi_worker_mirrored): a chief, workers and an "
+            "that run (`mode=estimator` with `distribution_strategy=multi_worker_mirrored`): a chief, workers and an "
             "evaluator; or a chief and an evaluator")
     if mode != "estimator" and set(cluster) - {"chief"}:
         raise UnsupportedStrategyError(
-            f"TF_CONFIG names a cluster ({', '.join(sorted(cluster))}), but --mode={mode} runs on one machine: "
-            "run every task with --mode=estimator, or unset TF_CONFIG")
+            f"TF_CONFIG names a cluster ({', '.join(sorted(cluster))}), but `mode={mode}` runs on one machine: "
+            "run every task with `mode=estimator`, or unset TF_CONFIG")

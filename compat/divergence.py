@@ -18,7 +18,7 @@ class TrainingDiverged(FloatingPointError):
         self.step, self.loss, self.last_checkpoint = step, loss, last_checkpoint
         super().__init__(
             f"the loss became NaN or infinite ({loss}) at step {step}; the last good checkpoint is "
-            f"{last_checkpoint or 'none (none was saved yet)'}. Lower --learning_rate or check the data"
+            f"{last_checkpoint or 'none (none was saved yet)'}. Lower `learning_rate` or check the data"
         )
 
 

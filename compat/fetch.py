@@ -56,7 +56,7 @@ def _download(url: str, target: str, timeout: float, max_bytes: int) -> None:
     except (urllib.error.URLError, OSError) as error:
         raise FetchError(
             f"could not download FSDD from {url}: {error}. Download it yourself and pass "
-            "--dataset=fsdd --data_dir=<its recordings folder>"
+            "`dataset=fsdd` with `data_dir=<its recordings folder>`"
         ) from error
 
 

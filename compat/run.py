@@ -54,7 +54,7 @@ class StepPlan:
         if requested:
             if self.period % requested:
                 raise ValueError(f"steps_per_execution {requested} must divide the evaluation period of "
-                                 f"{self.period} steps (flag --eval_every_steps); Keras would round it up")
+                                 f"{self.period} steps (`eval_every_steps`); Keras would round it up")
             return requested
         return max(d for d in range(1, min(self.period, _MAX_AUTO_STEPS_PER_EXECUTION) + 1) if self.period % d == 0)
 

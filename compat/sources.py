@@ -97,7 +97,7 @@ class FileTable:
 
 def _require_dir(path: str, what: str) -> str:
     if not os.path.exists(path):
-        raise DataSourceError(f"{what} '{path}' does not exist; check the path (flag --data_dir)")
+        raise DataSourceError(f"{what} '{path}' does not exist; check the path (`data_dir`)")
     if not os.path.isdir(path):
         raise DataSourceError(f"{what} '{path}' is not a folder")
     return path
@@ -110,7 +110,7 @@ def _is_audio(name: str) -> bool:
 def _no_audio_error(folder: str) -> DataSourceError:
     return DataSourceError(
         f"no audio files in '{folder}' (looked for {', '.join(AUDIO_EXTENSIONS)}); "
-        "point --data_dir at a folder with one sub-folder of audio files per class"
+        "point `data_dir` at a folder with one sub-folder of audio files per class"
     )
 
 
@@ -160,7 +160,7 @@ def list_fsdd(root: str) -> list[LabelledFile]:
     if not files:
         raise DataSourceError(
             f"no FSDD recordings named {{digit}}_{{speaker}}_{{take}}.wav in '{root}'; "
-            "point --data_dir at FSDD's 'recordings' folder"
+            "point `data_dir` at FSDD's 'recordings' folder"
         )
     return files
 
@@ -174,7 +174,7 @@ def list_manifest(manifest: str) -> list[LabelledFile]:
     model trained on.
     """
     if not os.path.isfile(manifest):
-        raise DataSourceError(f"manifest '{manifest}' does not exist; check the path (flag --manifest)")
+        raise DataSourceError(f"manifest '{manifest}' does not exist; check the path (`manifest`)")
     base = os.path.dirname(os.path.abspath(manifest))
     try:
         with open(manifest, newline="", encoding="utf-8-sig") as stream:  # -sig: a spreadsheet's byte-order mark

@@ -174,13 +174,13 @@ def make_tuner(hypermodel: AudioHyperModel, config: TuneConfig, seed: int, direc
     if config.tuner == "hyperband":
         periods = hypermodel.run.plan.periods
         logging.info("Hyperband trains its trials on its own schedule of up to %d evaluation periods of %d "
-                     "steps each (the --max_steps/--epochs budget), not all of them", periods,
+                     "steps each (the `max_steps`/`epochs` budget), not all of them", periods,
                      hypermodel.run.plan.period)
         return keras_tuner.Hyperband(hypermodel, max_epochs=max(periods, 2), **common)
     if os.path.exists(os.path.join(directory, "search", "oracle.json")):
         raise CannotResumeError(
-            f"--tuner=grid cannot resume the search in {directory}: keras-tuner's GridSearch fails on "
-            "resume (keras-team/keras-tuner#1055). Use a new --model_dir, or --tuner=random|bayesian|hyperband"
+            f"`tuner=grid` cannot resume the search in {directory}: keras-tuner's GridSearch fails on "
+            "resume (keras-team/keras-tuner#1055). Use a new `model_dir`, or `tuner=random`, `tuner=bayesian` or `tuner=hyperband`"
         )
     return keras_tuner.GridSearch(hypermodel, max_trials=config.max_trials, **common)
 

@@ -63,7 +63,7 @@ def _patched_wav(folder, name: str, offset: int, fmt: str, value: int) -> str:
 
 
 def _assert_named_audio_error(tmp_path, name: str, reason: str) -> None:
-    with pytest.raises(Exception, match=rf"cannot read audio file '.*{name}': .*{reason}.*--skip_bad_files"):
+    with pytest.raises(Exception, match=rf"cannot read audio file '.*{name}': .*{reason}.*`skip_bad_files=True`"):
         _eval_features(tmp_path, name)
     # ... and --skip_bad_files drops it (the eval split then has no examples): the run goes on.
     assert _eval_features_or_empty(tmp_path, name) == 0

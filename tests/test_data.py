@@ -95,7 +95,7 @@ def test_each_bad_file_gives_an_error_naming_it(tmp_path, bad):
     _write_bad_files(tmp_path / "data")
     manifest = tmp_path / "m.csv"
     manifest.write_text(f"data/bad/good.wav,x,train\ndata/bad/{bad},x,eval\n")
-    with pytest.raises(Exception, match=rf"cannot read audio file '.*{bad}'.*--skip_bad_files"):
+    with pytest.raises(Exception, match=rf"cannot read audio file '.*{bad}'.*`skip_bad_files=True`"):
         list(data.build_dataset(str(manifest), _config(str(tmp_path / "c"), cache="none"), "eval"))
 
 

@@ -63,7 +63,7 @@ def test_a_checksum_mismatch_publishes_nothing(http_folder, tmp_path):
 
 
 def test_an_unreachable_address_says_how_to_use_a_local_copy(tmp_path):
-    with pytest.raises(fetch.FetchError, match="--dataset=fsdd --data_dir"):
+    with pytest.raises(fetch.FetchError, match="`dataset=fsdd` with `data_dir="):
         fetch.fetch_fsdd(str(tmp_path), url="http://127.0.0.1:9/fsdd.zip", timeout=5)
     assert os.listdir(tmp_path) == []
 

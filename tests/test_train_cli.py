@@ -3,6 +3,7 @@
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -310,3 +311,22 @@ def test_a_truncated_latest_checkpoint_falls_back_to_the_previous_one(tiny_data,
         assert metrics["steps"] == 9, (mode, metrics)
 
 
+
+
+def test_the_library_speaks_of_settings_and_train_py_of_flags():
+    import ast
+
+    import train
+
+    for path in glob.glob(os.path.join(REPO, "compat", "**", "*.py"), recursive=True):
+        source = open(path).read()
+        if "flags.DEFINE_" in source:  # a command of its own (python -m compat.data_service): its flags are its words
+            continue
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                for constant in ast.walk(node.exc):
+                    if isinstance(constant, ast.Constant) and isinstance(constant.value, str):
+                        assert not re.search(r"(^|[\s(])--[a-z]", constant.value), (path, constant.value)
+    assert train.in_flag_terms("set `cache_dir` to a folder, or `cache=none`; `nonsense` stays") == \
+        "set --cache_dir to a folder, or --cache=none; `nonsense` stays"
