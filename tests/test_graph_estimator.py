@@ -475,18 +475,15 @@ def test_tf_2_15_model_folders_restore_predict_and_train_on_as_tf_2_15(tmp_path,
 
 
 @pytest.mark.parametrize("variant", ["import_changed", "install"])
-def test_a_2018_style_model_fn_program_runs(tmp_path, variant):
+def test_a_2018_style_model_fn_program_runs(tmp_path, variant, request):
     path = os.path.join(HELPERS, "legacy_model_fn_program.py")
     if variant == "import_changed":
         changed = tmp_path / "program.py"
         changed.write_text(open(path).read().replace("estimator = tf.estimator", "import compat.estimator as estimator"))
         result = _run_program(str(changed), str(tmp_path / "run"))
     else:
-        estimator.install()
-        try:
-            result = _run_program(path, str(tmp_path / "run"))
-        finally:
-            estimator.uninstall()
+        request.getfixturevalue("installed")
+        result = _run_program(path, str(tmp_path / "run"))
     assert result["global_step"] == 400 and result["accuracy"] > 0.7
     assert result["metric_keys"] == ["accuracy", "global_step", "loss"]
     assert result["served"] == result["predicted"]  # the parsing export serves what predict() gives

@@ -6,6 +6,7 @@ computed here with NumPy from the definitions (sigmoid / softmax
 cross-entropy, squared error, weighted means).
 """
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -64,14 +65,10 @@ def test_key_constants_are_tf215_strings():
         "class_ids", "all_classes", "logistic")
 
 
-def test_install_exposes_the_heads_as_tf_estimator_names():
-    estimator.install()
-    try:
-        for name in ("Head", "BinaryClassHead", "MultiClassHead", "RegressionHead", "LogisticRegressionHead",
-                     "PoissonRegressionHead", "MultiLabelHead", "MultiHead"):
-            assert getattr(tf.estimator, name) is getattr(estimator, name)
-    finally:
-        estimator.uninstall()
+def test_install_exposes_the_heads_as_tf_estimator_names(installed):
+    for name in ("Head", "BinaryClassHead", "MultiClassHead", "RegressionHead", "LogisticRegressionHead",
+                 "PoissonRegressionHead", "MultiLabelHead", "MultiHead"):
+        assert getattr(tf.estimator, name) is getattr(estimator, name)
 
 
 def test_a_custom_head_must_implement_create_estimator_spec():
@@ -248,6 +245,22 @@ def test_train_op_from_a_keras2_optimizer():
             session.run(tf.compat.v1.global_variables_initializer())
             session.run(spec.train_op)
             # loss = mean((x * k - y)^2), d/dk = mean(2 * x * (x * k - y)) = (2 * -0.5 + 4 * -2) / 2 = -4.5
+            assert session.run(kernel)[0, 0] == pytest.approx(0.5 + 0.1 * 4.5)
+
+
+def test_train_op_from_a_keras3_optimizer_made_in_the_graph():
+    """`tf.keras.optimizers.SGD` is Keras 3's on TF >= 2.16: it trains as its Keras 2 counterpart, and its own
+    variables stay out of the graph's collections."""
+    with tf.Graph().as_default():
+        kernel = tf.Variable([[0.5]])
+        logits = tf.matmul(tf.constant([[1.], [2.]]), kernel)
+        labels = np.array([[1.], [3.]], np.float32)
+        spec = RegressionHead().create_estimator_spec({}, TRAIN, logits, labels,
+                                                      optimizer=keras.optimizers.SGD(learning_rate=0.1),
+                                                      trainable_variables=[kernel])
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            session.run(spec.train_op)
             assert session.run(kernel)[0, 0] == pytest.approx(0.5 + 0.1 * 4.5)
 
 

@@ -21,22 +21,24 @@ from absl import logging
 
 from compat import tf_internals
 
-_legacy_warned = False
+# One warning per input_fn (by module and qualified name), not one per process: a
+# second legacy input_fn in the same program deserves its own line in the log.
+_warned_input_fns: set[str] = set()
 
 
 def _call_capturing_iterators(input_fn: Callable, kwargs: dict) -> Any:
     """Calls `input_fn`; iterator tensors it returns are replaced by their dataset."""
-    global _legacy_warned
     with tf_internals.v1_iterators_give_their_dataset():
         result = input_fn(**kwargs)
     datasets = [tf_internals.dataset_behind(x) for x in tf.nest.flatten(result)]
     datasets = [dataset for dataset in datasets if dataset is not None]
     if not datasets:
         return result
-    if not _legacy_warned:
-        logging.warning("input_fn returned iterator tensors (make_one_shot_iterator(...).get_next()); "
-                        "return the tf.data.Dataset itself instead")
-        _legacy_warned = True
+    name = f"{getattr(input_fn, '__module__', '')}.{getattr(input_fn, '__qualname__', repr(input_fn))}"
+    if name not in _warned_input_fns:
+        logging.warning("input_fn %s returned iterator tensors (make_one_shot_iterator(...).get_next()); "
+                        "return the tf.data.Dataset itself instead", name)
+        _warned_input_fns.add(name)
     return datasets[0]
 
 
