@@ -386,3 +386,20 @@ def kmeans_training_graph(**kwargs) -> tuple:
     from tensorflow.python.ops import clustering_ops
 
     return clustering_ops.KMeans(**kwargs).training_graph()
+
+
+# -- tf.estimator.experimental.RNNClassifier / RNNEstimator (compat/estimator/canned/rnn.py) ---------------------
+
+def concatenate_context_input(context_input, sequence_input):
+    """`[batch_size, time, d0 + d1]`: each example's context `[batch_size, d1]` repeated at every step of its
+    sequence input `[batch_size, time, d0]` (TensorFlow's sequence feature columns' own helper)."""
+    from tensorflow.python.feature_column import sequence_feature_column
+
+    return sequence_feature_column.concatenate_context_input(context_input, sequence_input)
+
+
+def enable_rnn_caching_device(cell) -> None:
+    """Makes a tf_keras RNN cell read its weights through a caching device in a graph (once per step, not per
+    time step), as TF 2.15's canned RNN set it; a cell without that switch is left as it is."""
+    if hasattr(cell, "_enable_caching_device"):
+        cell._enable_caching_device = True

@@ -22,6 +22,7 @@ import types
 from compat import tf_internals
 from compat.estimator import early_stopping, export, inputs, tpu
 from compat.estimator.canned import *  # noqa: F401,F403  (the canned estimators: canned/__init__.py's __all__)
+from compat.estimator.canned import EXPERIMENTAL as _CANNED_EXPERIMENTAL
 from compat.estimator.canned import __all__ as _CANNED
 from compat.estimator.canned.dnn import dnn_logit_fn_builder
 from compat.estimator.canned.linear import linear_logit_fn_builder
@@ -55,6 +56,7 @@ experimental = types.SimpleNamespace(
     stop_if_lower_hook=early_stopping.stop_if_lower_hook,
     stop_if_no_decrease_hook=early_stopping.stop_if_no_decrease_hook,
     stop_if_no_increase_hook=early_stopping.stop_if_no_increase_hook,
+    **_CANNED_EXPERIMENTAL,  # LinearSDCA, RNNClassifier, RNNEstimator
 )
 
 __all__ = [
@@ -73,7 +75,8 @@ _replaced: list[tuple[object, str, object]] = []  # (owner, attribute, previous 
 
 
 def install() -> None:
-    """Makes `tf.estimator`, `tf.compat.v1.estimator` and `tf.keras.estimator.model_to_estimator` this module's,
+    """Makes `tf.estimator` this module, `tf.compat.v1.estimator` compat.estimator.v1 (TF 1.x's canned classes),
+    `tf.keras.estimator.model_to_estimator` this module's,
     `tf.keras.optimizers.legacy.<Name>` Keras 3's optimizers (see keras_legacy.py) and
     `tf.keras.layers.DenseFeatures` a Keras 3 layer over feature columns (see dense_features.py).
 
@@ -85,11 +88,13 @@ def install() -> None:
     tf_internals.install()
     if _replaced:
         return
+    from compat.estimator import v1 as estimator_v1
     from compat.estimator.dense_features import DenseFeatures
     from compat.estimator.keras_legacy import legacy_namespace
 
     this = sys.modules[__name__]
-    names = [(tf, "estimator", this), *((v1, "estimator", this) for v1 in tf_internals.compat_v1_modules()),
+    names = [(tf, "estimator", this),
+             *((v1, "estimator", estimator_v1) for v1 in tf_internals.compat_v1_modules()),
              (tf.keras, "estimator", types.SimpleNamespace(model_to_estimator=model_to_estimator)),
              (tf.keras.optimizers, "legacy", legacy_namespace()), (tf.keras.layers, "DenseFeatures", DenseFeatures)]
     for owner, name, value in names:

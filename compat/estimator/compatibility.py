@@ -55,6 +55,18 @@ _ROWS: dict[str, Entry] = {
     "estimator.experimental.InMemoryEvaluatorHook": Entry(SAME, "graph-engine Estimators only (model_fn, canned)"),
     "estimator.add_metrics": Entry(SAME, "Estimators with a model_fn; a model_to_estimator Estimator is refused: add "
                                          "the metric to model.compile(metrics=...)"),
+    # -- tf.compat.v1.estimator's own classes (compat/estimator/v1.py)
+    **{f"compat.v1.estimator.{name}": Entry(SAME, _V1_CANNED) for name in (
+        "BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "DNNClassifier", "DNNEstimator",
+        "DNNRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor",
+        "LinearClassifier", "LinearEstimator", "LinearRegressor")},
+    "compat.v1.estimator.experimental.dnn_logit_fn_builder": Entry(SAME, "TF 1.x's: tf.compat.v1.layers variables"),
+    "compat.v1.estimator.experimental.linear_logit_fn_builder": Entry(SAME, "TF 1.x's: tf.compat.v1 linear model"),
+    "compat.v1.estimator.experimental.KMeans": Entry(SAME, "TensorFlow's own clustering kernels; mini-batch runs are "
+                                                           "not bit-reproducible, as in TF 2.15"),
+    "estimator.experimental.LinearSDCA": Entry(SAME, "TensorFlow's own SDCA kernels; TF2 feature columns"),
+    "estimator.experimental.RNNClassifier": Entry(SAME, "Keras 2 (tf_keras) layers, as TF 2.15 built it"),
+    "estimator.experimental.RNNEstimator": Entry(SAME, "Keras 2 (tf_keras) layers, as TF 2.15 built it"),
     # -- TPU
     "estimator.tpu.TPUEstimator": Entry(DIFFERS, "use_tpu=False only (CPU and GPU, as TF 2.15 ran it there); "
                                                  "use_tpu=True is refused"),

@@ -1,6 +1,8 @@
 """Keras 2 artefacts under Keras 3: `tf.keras.optimizers.legacy` names, and the compile config of a `.h5`.
 
-`tf.keras.optimizers.legacy.<Name>` for TF 2.11-2.15 code, after `install()`: Keras 3's optimizer, warned once.
+`tf.keras.optimizers.legacy.<Name>` for TF 2.11-2.15 code, after `install()`: made eagerly (for
+`model.compile`), Keras 3's optimizer, warned once; made in a graph (a model_fn), tf_keras' legacy optimizer,
+TF 2.15's own class, which builds the graph's updates.
 
 TF 2.11-2.15 told Estimator users to use the legacy optimizers; Keras 3 keeps
 the names only to raise ImportError. These stand-ins build Keras 3's optimizer
@@ -26,10 +28,19 @@ def _legacy(name: str):
     target = getattr(keras.optimizers, name)
 
     def make(*args, **kwargs):
+        import tensorflow as tf
+
+        if not tf.executing_eagerly():
+            # in a graph (a model_fn): TF 2.15's own class, tf_keras' OptimizerV2, which builds graph updates
+            # (get_updates, minimize) and whose `iterations` a program may set to the global step
+            import tf_keras
+
+            return getattr(tf_keras.optimizers.legacy, name)(*args, **kwargs)
         global _warned
         if not _warned:
-            logging.warning("tf.keras.optimizers.legacy.%s is Keras 3's keras.optimizers.%s under compat.estimator "
-                            "(Keras 3 has no legacy optimizers); its state is saved in Keras 3's layout", name, name)
+            logging.warning("tf.keras.optimizers.legacy.%s made eagerly is Keras 3's keras.optimizers.%s under "
+                            "compat.estimator (Keras 3 has no legacy optimizers); its state is saved in Keras 3's "
+                            "layout", name, name)
             _warned = True
         if "lr" in kwargs:
             kwargs["learning_rate"] = kwargs.pop("lr")

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
-from compat.estimator.canned import common, optimizers
+from compat.estimator.canned import common, optimizers, v1_heads
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import RegressionHead
 from compat.estimator.model_fn import ModeKeys
@@ -110,5 +110,73 @@ class BaselineRegressor(Estimator):
         super().__init__(model_fn=_model_fn(head, optimizer), model_dir=model_dir, config=config)
 
 
-__all__ = ["BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "baseline_logits_and_variables",
-           "baseline_model_fn"]
+# -- the TF 1.x classes (tf.compat.v1.estimator.BaselineClassifier, ...) -------------------------------------------
+# The same bias, `baseline/bias` made with tf.compat.v1.get_variable, trained by a tf.compat.v1.train optimizer (a name
+# at 0.3; made when the train op is built, as TF 1.x made it); the loss is summed over the batch.
+
+def baseline_logits_v1(features: dict, num_outputs: int, weight_column: Any = None) -> tf.Tensor:
+    """`[batch_size, num_outputs]` logits: the bias `baseline/bias` (tf.compat.v1.get_variable, zeros) per example."""
+    common.check_features(features)
+    batch_size, checks = _batch_size_and_checks(features, _weight_key(weight_column))
+    with tf.compat.v1.variable_scope("baseline"):
+        bias = tf.compat.v1.get_variable("bias", shape=[num_outputs], initializer=tf.compat.v1.zeros_initializer())
+    with tf.control_dependencies(checks):
+        return tf.math.multiply(bias, tf.ones([batch_size, num_outputs]))
+
+
+def baseline_model_fn_v1(features: dict, labels: Any, mode: str, head: Any, optimizer: Any = "Ftrl",
+                         weight_column: Any = None, config: Any = None) -> Any:
+    """The model_fn of the v1 baseline estimators: the bias through `head`, trained by a tf.compat.v1.train
+    `optimizer` (a name at 0.3, an optimizer or a callable)."""
+    del config
+    logits = baseline_logits_v1(features, head.logits_dimension, weight_column)
+
+    def train_op_fn(loss: tf.Tensor) -> tf.Operation:
+        return optimizers.get_v1_optimizer_instance(optimizer, _LEARNING_RATE).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step())
+
+    return v1_heads.v1_estimator_spec(head, features, mode, labels, logits, train_op_fn=train_op_fn)
+
+
+def _model_fn_v1(head: Any, optimizer: Any, weight_column: Any = None) -> Callable:
+    optimizer = optimizers.checked_v1_optimizer_argument(optimizer)
+
+    def model_fn(features, labels, mode, config):
+        return baseline_model_fn_v1(features, labels, mode, head, optimizer=optimizer, weight_column=weight_column,
+                                    config=config)
+
+    return model_fn
+
+
+class BaselineEstimatorV1(Estimator):
+    """tf.compat.v1.estimator.BaselineEstimator: the bias-only model with any head, trained by a tf.compat.v1.train
+    optimizer (a TF2 head reduces its loss as it says, as in TF 2.15)."""
+
+    def __init__(self, head: Any, model_dir: str | None = None, optimizer: Any = "Ftrl", config: Any = None):
+        super().__init__(model_fn=_model_fn_v1(head, optimizer), model_dir=model_dir, config=config)
+
+
+class BaselineClassifierV1(Estimator):
+    """tf.compat.v1.estimator.BaselineClassifier: the classes' frequencies, the loss summed over the batch."""
+
+    def __init__(self, model_dir: str | None = None, n_classes: int = 2, weight_column: Any = None,
+                 label_vocabulary: Sequence[str] | None = None, optimizer: Any = "Ftrl", config: Any = None,
+                 loss_reduction: str = v1_heads.V1Reduction.SUM):
+        head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
+        super().__init__(model_fn=_model_fn_v1(head, optimizer, weight_column), model_dir=model_dir, config=config)
+
+
+class BaselineRegressorV1(Estimator):
+    """tf.compat.v1.estimator.BaselineRegressor: the label mean, the loss summed over the batch."""
+
+    def __init__(self, model_dir: str | None = None, label_dimension: int = 1, weight_column: Any = None,
+                 optimizer: Any = "Ftrl", config: Any = None, loss_reduction: str = v1_heads.V1Reduction.SUM):
+        head = v1_heads.RegressionHeadV1(label_dimension=label_dimension, weight_column=weight_column,
+                                         loss_reduction=loss_reduction)
+        # as TF 2.15: the weight column weighs the loss, and is counted among the features' batch sizes
+        super().__init__(model_fn=_model_fn_v1(head, optimizer), model_dir=model_dir, config=config)
+
+
+__all__ = ["BaselineClassifier", "BaselineClassifierV1", "BaselineEstimator", "BaselineEstimatorV1",
+           "BaselineRegressor", "BaselineRegressorV1", "baseline_logits_and_variables", "baseline_logits_v1",
+           "baseline_model_fn", "baseline_model_fn_v1"]

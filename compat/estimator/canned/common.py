@@ -58,3 +58,22 @@ def start_counting_with_global_step(optimizer: Any) -> None:
     """The optimizer's step counter becomes the global step, so that each update advances it (hooks, checkpoints
     and `max_steps` count it): TF 2.15's canned estimators did so for one optimizer per graph."""
     optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
+
+
+# -- the TF 1.x (v1) canned estimators ----------------------------------------------------------------------------
+
+# TF 1.x's input layers were cut in slices of at least 64 MB, one per parameter server at most
+_INPUT_LAYER_MIN_SLICE_SIZE = 64 << 20
+
+
+def v1_model_partitioner(config: Any) -> Any:
+    """TF 1.x's partitioner of a canned model's variables: one slice per parameter server (one without any), so
+    that a variable `dnn/logits/kernel` is the partitioned variable of `dnn/logits/kernel/part_0`, ... and its
+    checkpoint key is the whole's name."""
+    return tf.compat.v1.min_max_variable_partitioner(max_partitions=config.num_ps_replicas if config else 0)
+
+
+def v1_input_layer_partitioner(config: Any) -> Any:
+    """TF 1.x's partitioner of the input layer's (and a linear model's) variables: slices of at least 64 MB."""
+    return tf.compat.v1.min_max_variable_partitioner(max_partitions=config.num_ps_replicas if config else 0,
+                                                    min_slice_size=_INPUT_LAYER_MIN_SLICE_SIZE)

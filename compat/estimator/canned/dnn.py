@@ -19,7 +19,8 @@ from typing import Any, Callable, Sequence
 import tensorflow as tf
 import tf_keras
 
-from compat.estimator.canned import common, optimizers
+from compat import tf_internals
+from compat.estimator.canned import common, optimizers, v1_heads
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import RegressionHead
 from compat.estimator.model_fn import ModeKeys
@@ -171,5 +172,152 @@ class DNNRegressor(Estimator):
                          model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
 
-__all__ = ["DNNClassifier", "DNNEstimator", "DNNRegressor", "dnn_logit_fn_builder", "dnn_logits_and_variables",
-           "dnn_model_fn"]
+# -- the TF 1.x classes (tf.compat.v1.estimator.DNNClassifier, ...) ------------------------------------------------
+# The same network, built as TF 1.x built it: tf.compat.v1.layers made in the variable scopes `dnn/hiddenlayer_<i>`
+# and `dnn/logits` under the model's partitioner (one slice per parameter server), so that TF 1.x model folders
+# restore, optimizer slots included (`dnn/hiddenlayer_0/kernel/t_0/Adagrad`: the partitioner of the scope the train
+# op is made in names them). TF 1.x feature columns are accepted, as TF2 ones, and trained by a tf.compat.v1.train
+# optimizer, by default Adagrad at 0.05.
+
+_V1_LEARNING_RATE = 0.05  # TF 1.x's rate for an optimizer named by a string
+
+
+def _v1_input_layer(features: dict, feature_columns: Sequence, partitioner: Any, training: bool) -> tf.Tensor:
+    """`[batch_size, width]` inputs, the columns' variables under `input_from_feature_columns/input_layer`: TF2
+    columns through Keras 2's v1 DenseFeatures, TF 1.x columns through tf.compat.v1.feature_column.input_layer."""
+    with tf.compat.v1.variable_scope("input_from_feature_columns", partitioner=partitioner):
+        if tf_internals.is_feature_column_v2(feature_columns):
+            return tf_internals.v1_dense_features(feature_columns, name="input_layer")(features, training=training)
+        return tf.compat.v1.feature_column.input_layer(features, feature_columns)
+
+
+def _v1_dense(units: int, activation_fn: Callable | None, scope: Any) -> Any:
+    """A tf.compat.v1.layers Dense whose variables are `<scope>/kernel` and `<scope>/bias`."""
+    return tf_internals.legacy_layers().Dense(units=units, activation=activation_fn,
+                                               kernel_initializer=tf.compat.v1.glorot_uniform_initializer(),
+                                               name=scope, _scope=scope)
+
+
+def _v1_hidden_layers(hidden_units: Sequence[int], activation_fn: Callable, dropout: float | None,
+                      batch_norm: bool) -> list[tuple]:
+    """(scope name, Dense, Dropout or None, BatchNormalization or None) per hidden layer, each made in its
+    `hiddenlayer_<i>` variable scope as TF 1.x made them."""
+    legacy = tf_internals.legacy_layers()
+    layers = []
+    for index, size in enumerate(hidden_units):
+        with tf.compat.v1.variable_scope(f"hiddenlayer_{index}") as scope:
+            dense = _v1_dense(size, activation_fn, scope)
+            drop = legacy.Dropout(rate=dropout) if dropout is not None else None
+            norm = legacy.BatchNormalization(momentum=_BATCH_NORM_MOMENTUM, trainable=True, name=f"batchnorm_{index}",
+                                             _scope=f"batchnorm_{index}") if batch_norm else None
+        layers.append((scope.name, dense, drop, norm))
+    return layers
+
+
+def dnn_logit_fn_builder_v1(units: int, hidden_units: Sequence[int], feature_columns: Sequence,
+                            activation_fn: Callable, dropout: float | None, input_layer_partitioner: Any = None,
+                            batch_norm: bool = False) -> Callable:
+    """TF 1.x's `logit_fn(features, mode)` -> `[batch_size, units]` logits, the variables under the caller's variable
+    scope (`hiddenlayer_<i>/...`, `logits/...`, `input_from_feature_columns/input_layer/...`, the input layer cut by
+    `input_layer_partitioner`). TF 1.x and TF2 feature columns are both accepted."""
+    _check_units(units)
+
+    def dnn_logit_fn(features: dict, mode: str) -> tf.Tensor:
+        training = mode == ModeKeys.TRAIN
+        hidden_layers = _v1_hidden_layers(hidden_units, activation_fn, dropout, batch_norm)
+        with tf.compat.v1.variable_scope("logits") as logits_scope:
+            logits_layer = _v1_dense(units, None, logits_scope)
+        net = _v1_input_layer(features, feature_columns, input_layer_partitioner, training)
+        for scope_name, dense, drop, norm in hidden_layers:
+            net = dense(net)
+            if drop is not None and training:
+                net = drop(net, training=True)
+            if norm is not None:
+                net = norm(net, training=training)
+            common.add_layer_summary(net, scope_name)
+        logits = logits_layer(net)
+        common.add_layer_summary(logits, logits_scope.name)
+        return logits
+
+    return dnn_logit_fn
+
+
+def dnn_model_fn_v1(features: dict, labels: Any, mode: str, head: Any, hidden_units: Sequence[int],
+                    feature_columns: Sequence, optimizer: Any = "Adagrad", activation_fn: Callable = tf.nn.relu,
+                    dropout: float | None = None, input_layer_partitioner: Any = None, config: Any = None,
+                    batch_norm: bool = False) -> Any:
+    """The model_fn of the v1 DNN estimators: the network under the variable scope `dnn` (the model's partitioner),
+    its logits through `head`, trained by a tf.compat.v1.train `optimizer` (a name at 0.05, an optimizer or a callable,
+    called in every mode as TF 1.x did)."""
+    optimizer = optimizers.get_v1_optimizer_instance(optimizer, _V1_LEARNING_RATE)
+    common.check_features(features)
+    with tf.compat.v1.variable_scope("dnn", values=tuple(features.values()),
+                                     partitioner=common.v1_model_partitioner(config)):
+        logit_fn = dnn_logit_fn_builder_v1(head.logits_dimension, hidden_units, feature_columns, activation_fn,
+                                           dropout, input_layer_partitioner or common.v1_input_layer_partitioner(config),
+                                           batch_norm)
+        logits = logit_fn(features=features, mode=mode)
+        # made in the scope, as TF 1.x made it: its partitioner names the slots
+        return v1_heads.v1_estimator_spec(head, features, mode, labels, logits, optimizer=optimizer)
+
+
+def _model_fn_v1(head: Any, hidden_units: Sequence[int], feature_columns: Sequence, optimizer: Any,
+                 activation_fn: Callable, dropout: float | None, input_layer_partitioner: Any,
+                 batch_norm: bool) -> Callable:
+    optimizer = optimizers.checked_v1_optimizer_argument(optimizer)
+    feature_columns = tuple(feature_columns or ())
+
+    def model_fn(features, labels, mode, config):
+        return dnn_model_fn_v1(features, labels, mode, head, hidden_units, feature_columns, optimizer=optimizer,
+                               activation_fn=activation_fn, dropout=dropout,
+                               input_layer_partitioner=input_layer_partitioner, config=config, batch_norm=batch_norm)
+
+    return model_fn
+
+
+class DNNEstimatorV1(Estimator):
+    """tf.compat.v1.estimator.DNNEstimator: TF 1.x's DNN with any head. A TF2 head (tf.estimator.*Head) trains
+    with the v1 optimizer through its `train_op_fn` (TF 2.15 refused the v1 optimizer there)."""
+
+    def __init__(self, head: Any, hidden_units: Sequence[int], feature_columns: Sequence,
+                 model_dir: str | None = None, optimizer: Any = "Adagrad", activation_fn: Callable = tf.nn.relu,
+                 dropout: float | None = None, input_layer_partitioner: Any = None, config: Any = None,
+                 warm_start_from: Any = None, batch_norm: bool = False):
+        super().__init__(model_fn=_model_fn_v1(head, hidden_units, feature_columns, optimizer, activation_fn, dropout,
+                                               input_layer_partitioner, batch_norm),
+                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+
+
+class DNNClassifierV1(Estimator):
+    """tf.compat.v1.estimator.DNNClassifier: TF 1.x's DNN with a sigmoid or softmax head, the loss summed over the
+    batch (`loss_reduction`, a tf.compat.v1.losses.Reduction)."""
+
+    def __init__(self, hidden_units: Sequence[int], feature_columns: Sequence, model_dir: str | None = None,
+                 n_classes: int = 2, weight_column: Any = None, label_vocabulary: Sequence[str] | None = None,
+                 optimizer: Any = "Adagrad", activation_fn: Callable = tf.nn.relu, dropout: float | None = None,
+                 input_layer_partitioner: Any = None, config: Any = None, warm_start_from: Any = None,
+                 loss_reduction: str = v1_heads.V1Reduction.SUM, batch_norm: bool = False):
+        head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
+        super().__init__(model_fn=_model_fn_v1(head, hidden_units, feature_columns, optimizer, activation_fn, dropout,
+                                               input_layer_partitioner, batch_norm),
+                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+
+
+class DNNRegressorV1(Estimator):
+    """tf.compat.v1.estimator.DNNRegressor: TF 1.x's DNN with a squared-error head, summed over the batch."""
+
+    def __init__(self, hidden_units: Sequence[int], feature_columns: Sequence, model_dir: str | None = None,
+                 label_dimension: int = 1, weight_column: Any = None, optimizer: Any = "Adagrad",
+                 activation_fn: Callable = tf.nn.relu, dropout: float | None = None,
+                 input_layer_partitioner: Any = None, config: Any = None, warm_start_from: Any = None,
+                 loss_reduction: str = v1_heads.V1Reduction.SUM, batch_norm: bool = False):
+        head = v1_heads.RegressionHeadV1(label_dimension=label_dimension, weight_column=weight_column,
+                                         loss_reduction=loss_reduction)
+        super().__init__(model_fn=_model_fn_v1(head, hidden_units, feature_columns, optimizer, activation_fn, dropout,
+                                               input_layer_partitioner, batch_norm),
+                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+
+
+__all__ = ["DNNClassifier", "DNNClassifierV1", "DNNEstimator", "DNNEstimatorV1", "DNNRegressor", "DNNRegressorV1",
+           "dnn_logit_fn_builder", "dnn_logit_fn_builder_v1", "dnn_logits_and_variables", "dnn_model_fn",
+           "dnn_model_fn_v1"]

@@ -172,7 +172,12 @@ def _called(make: Callable[[], Any]) -> OptimizerV2:
     optimizer it makes there is converted, and its own variables leave the
     graph's collections: they are neither initialised nor saved.
     """
-    optimizer = make()
+    return as_graph_optimizer(make())
+
+
+def as_graph_optimizer(optimizer: Any) -> OptimizerV2:
+    """`optimizer` as an OptimizerV2 (see `as_optimizer_v2`); a Keras 3 optimizer made in this graph leaves its
+    variables out of the graph's collections (neither initialised nor saved): its converted copy trains."""
     converted = as_optimizer_v2(optimizer)
     if converted is not optimizer and _is_keras3_optimizer(optimizer) and not tf.executing_eagerly():
         _forget_graph_variables(optimizer)
@@ -219,5 +224,53 @@ def optimizer_for_graph(opt: Any, learning_rate: float | None = None) -> Optimiz
     return optimizer
 
 
-__all__ = ["OPTIMIZER_NAMES", "as_optimizer_v2", "checked_optimizer_argument", "get_optimizer_instance",
+# -- the TF 1.x (v1) canned estimators' optimizers ---------------------------------------------------------------
+# tf.compat.v1.estimator's classes train with tf.compat.v1.train optimizers, `optimizer.minimize(loss, global_step)`:
+# slots are `<variable>/<Name>` (e.g. `dnn/hiddenlayer_0/kernel/Adagrad`), hyperparameters are Python numbers (no
+# variables), and a name is made with the estimator's own default rate, which every v1 class requires.
+
+V1_OPTIMIZER_NAMES: dict[str, type] = {
+    "Adagrad": tf.compat.v1.train.AdagradOptimizer, "Adam": tf.compat.v1.train.AdamOptimizer,
+    "Ftrl": tf.compat.v1.train.FtrlOptimizer, "RMSProp": tf.compat.v1.train.RMSPropOptimizer,
+    "SGD": tf.compat.v1.train.GradientDescentOptimizer,
+}
+_V1_REFUSED_MESSAGE = ("The given object is not an Optimizer instance. Given: {}. A tf.compat.v1.estimator class "
+                       "trains with a tf.compat.v1.train optimizer (e.g. tf.compat.v1.train.AdagradOptimizer(0.05)), "
+                       "one of the names {} or a callable returning one; for a Keras optimizer use the TF2 class "
+                       "(tf.estimator.<Name>)")
+
+
+def _check_v1_name(name: str) -> None:
+    if name not in V1_OPTIMIZER_NAMES:
+        raise ValueError(f"Unsupported optimizer name: {name}. Supported names are: "
+                         f"{tuple(sorted(V1_OPTIMIZER_NAMES))}")
+
+
+def _checked_v1_object(optimizer: Any) -> tf.compat.v1.train.Optimizer:
+    if not isinstance(optimizer, tf.compat.v1.train.Optimizer):
+        raise ValueError(_V1_REFUSED_MESSAGE.format(optimizer, tuple(sorted(V1_OPTIMIZER_NAMES))))
+    return optimizer
+
+
+def get_v1_optimizer_instance(opt: Any, learning_rate: float) -> tf.compat.v1.train.Optimizer:
+    """The tf.compat.v1.train optimizer for a v1 estimator's `optimizer`: a name (made with `learning_rate`, the
+    estimator's default), an optimizer, or a callable returning one (called now, in the graph being built)."""
+    if isinstance(opt, str):
+        _check_v1_name(opt)
+        return V1_OPTIMIZER_NAMES[opt](learning_rate=learning_rate)
+    return _checked_v1_object(opt() if callable(opt) else opt)
+
+
+def checked_v1_optimizer_argument(opt: Any) -> Any:
+    """A v1 estimator's `optimizer` argument checked when the estimator is made (TF 2.15 checked it in the model_fn):
+    a name must be known and an object a tf.compat.v1.train optimizer; a callable is called in each graph."""
+    if isinstance(opt, str):
+        _check_v1_name(opt)
+    elif opt is not None and not callable(opt):
+        _checked_v1_object(opt)
+    return opt
+
+
+__all__ = ["OPTIMIZER_NAMES", "V1_OPTIMIZER_NAMES", "as_graph_optimizer", "as_optimizer_v2", "checked_optimizer_argument",
+           "checked_v1_optimizer_argument", "get_optimizer_instance", "get_v1_optimizer_instance",
            "optimizer_for_graph"]

@@ -28,6 +28,7 @@ import keras
 import tensorflow as tf
 import tf_keras
 
+from compat.estimator.canned import optimizers
 from compat.estimator.canned.metric_keys import MetricKeys
 from compat.estimator.export.export_output import ClassificationOutput
 from compat.estimator.model_fn import EstimatorSpec, ModeKeys
@@ -555,12 +556,12 @@ def _optimizer_train_op(optimizer: Any, loss: tf.Tensor, trainable_variables: Se
 
     A Keras 2 OptimizerV2 (tf_keras.optimizers.legacy) builds its updates in
     the graph. Keras 3's optimizers (what `tf.keras.optimizers.*` are on
-    TF >= 2.16) and Keras 2's newer ones cannot (TF 2.15 failed on the latter
-    too): they are refused with what to give instead.
+    TF >= 2.16) and Keras 2's newer ones cannot (TF 2.15 refused the latter):
+    they train as the canned estimators train them, as the OptimizerV2 of the
+    same class and settings (canned/optimizers.py), fresh, counting its own steps.
     """
     if not callable(getattr(optimizer, "get_updates", None)):
-        raise ValueError(f"{type(optimizer).__name__} cannot build graph updates (it has no get_updates): give a "
-                         "Keras 2 optimizer, e.g. tf_keras.optimizers.legacy.Adagrad(0.05), or train_op_fn")
+        optimizer = optimizers.as_graph_optimizer(optimizer)
     return optimizer.get_updates(loss, list(trainable_variables))[0]
 
 

@@ -1,0 +1,243 @@
+"""The heads of the TF 1.x canned estimators (tf.compat.v1.estimator.DNNClassifier, ...), as TF 2.15's v1 heads.
+
+TF 2.15 kept a second set of heads for its tf.compat.v1.estimator classes.
+They predict, export and evaluate as the TF2 heads (compat.estimator.head)
+do, key for key, and train differently. The classes here are the TF2 heads
+with that training:
+
+  - the loss is reduced by a `tf.compat.v1.losses.Reduction`, as
+    `tf.compat.v1.losses.compute_weighted_loss` reduces it: SUM (the default:
+    the weighted sum over the batch), MEAN (over the weights),
+    SUM_BY_NONZERO_WEIGHTS, SUM_OVER_BATCH_SIZE, ...;
+  - the train op is `optimizer.minimize(loss, global_step)` with a
+    tf.compat.v1.train optimizer (or `train_op_fn(loss)`), grouped with the
+    graph's UPDATE_OPS (the moving statistics of tf.compat.v1.layers' batch
+    normalization);
+  - training summarises `loss` and, with SUM, `average_loss` (the loss per
+    unit of example weight);
+  - the binary head's `auc` and `auc_precision_recall` add the trapezoids of
+    the curve between 200 thresholds with TF 1.x's epsilon, as
+    tf.compat.v1.metrics.auc did (the TF2 head interpolates the PR curve).
+
+`v1_estimator_spec` is how a v1 model_fn hands its logits to a head: a TF2
+head given to a v1 `*Estimator` (TF 2.15 offered no public v1 head) trains
+with the v1 optimizer through `train_op_fn`, where TF 2.15 raised.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import tensorflow as tf
+import tf_keras
+
+from compat.estimator.canned.metric_keys import MetricKeys
+from compat.estimator.head import BinaryClassHead, MultiClassHead, RegressionHead, base_head
+from compat.estimator.model_fn import EstimatorSpec, ModeKeys
+
+V1Reduction = tf.compat.v1.losses.Reduction
+_EPSILON = 1e-7  # TF 1.x's AUC: added to the counts so that an empty class gives a rate, not NaN
+
+
+def validate_v1_loss_reduction(loss_reduction: Any) -> None:
+    """A v1 head reduces its loss with a `tf.compat.v1.losses.Reduction` other than NONE."""
+    if loss_reduction not in V1Reduction.all() or loss_reduction == V1Reduction.NONE:
+        raise ValueError(f"Invalid loss_reduction: {loss_reduction}. A tf.compat.v1.estimator class takes one of "
+                         "tf.compat.v1.losses.Reduction's values other than NONE (SUM, the default, MEAN, "
+                         "SUM_BY_NONZERO_WEIGHTS, SUM_OVER_BATCH_SIZE ...); the Keras reductions "
+                         "(tf.keras.losses.Reduction) are the TF2 estimators' (tf.estimator.<Name>)")
+
+
+class _V1Auc(tf_keras.metrics.AUC):
+    """The area under the ROC or PR curve as TF 1.x summed it: trapezoids between the thresholds, the rates
+    computed with a small epsilon (`tf.compat.v1.metrics.auc`'s default 'trapezoidal' summation). The counts
+    are Keras' (the same 200 thresholds), so only the sum differs."""
+
+    def update_state(self, *args: Any, **kwargs: Any) -> None:
+        # Keras runs a metric class of its own as it is, and one from outside (this one) as a tf.function, which
+        # must not return AUC's update Operation
+        super().update_state(*args, **kwargs)
+
+    def result(self) -> tf.Tensor:
+        tp, fp, tn, fn = self.true_positives, self.false_positives, self.true_negatives, self.false_negatives
+        recall = (tp + _EPSILON) / (tp + fn + _EPSILON)
+        if self.curve.value == "PR":
+            x, y = recall, (tp + _EPSILON) / (tp + fp + _EPSILON)
+        else:
+            x, y = fp / (fp + tn + _EPSILON), recall
+        return tf.reduce_sum((x[:-1] - x[1:]) * (y[:-1] + y[1:]) / 2.)
+
+
+def v1_train_op(loss: tf.Tensor, optimizer: Any = None, train_op_fn: Callable | None = None,
+                update_ops: Sequence[Any] | None = None) -> tf.Operation:
+    """`optimizer.minimize(loss, global_step)` (a tf.compat.v1.train optimizer) or `train_op_fn(loss)`, with the
+    graph's UPDATE_OPS and `update_ops` grouped in."""
+    base_head.validate_update_ops(update_ops)
+    if optimizer is not None:
+        if train_op_fn is not None:
+            raise ValueError("train_op_fn and optimizer cannot both be set.")
+        train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
+    elif train_op_fn is not None:
+        train_op = train_op_fn(loss)
+    else:
+        raise ValueError("train_op_fn and optimizer cannot both be None.")
+    updates = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS) + list(update_ops or [])
+    return tf.group(train_op, *updates) if updates else train_op
+
+
+class _V1Training:
+    """What makes a TF2 head (the class after this one in the bases) a v1 head: the v1 loss reduction, the v1
+    train op and summaries. Predictions, metrics and export signatures stay the TF2 head's."""
+
+    _v1_reduction: str
+
+    def _set_v1_reduction(self, loss_reduction: str) -> None:
+        validate_v1_loss_reduction(loss_reduction)
+        self._v1_reduction = loss_reduction
+
+    @property
+    def loss_reduction(self) -> str:
+        return self._v1_reduction
+
+    def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
+        """The labels as the loss takes them (checked, vocabulary applied)."""
+        raise NotImplementedError
+
+    def _v1_losses(self, features: Any, logits: Any, labels: Any) -> tuple[tf.Tensor, tf.Tensor, Any]:
+        """(the reduced training loss, the unreduced loss `[D0, ... DN, k]`, the weights)."""
+        with tf.name_scope("losses"):
+            logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
+            labels = self._processed_labels(logits, labels)
+            unreduced, weights = self._unweighted_loss_and_weights(logits, labels, features)
+            training_loss = tf.compat.v1.losses.compute_weighted_loss(unreduced, weights=weights,
+                                                                      reduction=self._v1_reduction)
+        return training_loss, unreduced, weights
+
+    def loss(self, labels: Any, logits: Any, features: Any = None, mode: str | None = None,
+             regularization_losses: Sequence[Any] | None = None) -> tf.Tensor:
+        """The weighted loss reduced by the v1 `loss_reduction`, plus the regularization losses."""
+        del mode  # the same loss in every mode
+        return base_head.add_regularization(self._v1_losses(features, logits, labels)[0], regularization_losses)
+
+    def _average_loss(self, training_loss: tf.Tensor, unreduced: tf.Tensor, weights: Any) -> tf.Tensor | None:
+        """The training loss per unit of example weight, which TF 2.15 summarised for SUM only."""
+        if self._v1_reduction != V1Reduction.SUM:
+            return None
+        return training_loss / tf.reduce_sum(weights * tf.ones_like(unreduced))
+
+    def create_estimator_spec(self, features: Any, mode: str, logits: Any, labels: Any = None,
+                              optimizer: Any = None, trainable_variables: Sequence[tf.Variable] | None = None,
+                              train_op_fn: Callable[[tf.Tensor], Any] | None = None,
+                              update_ops: Sequence[Any] | None = None,
+                              regularization_losses: Sequence[Any] | None = None) -> EstimatorSpec:
+        """The EstimatorSpec for `mode`, trained by a tf.compat.v1.train `optimizer` or `train_op_fn`
+        (`trainable_variables` is not needed: `minimize` trains the graph's trainable variables)."""
+        del trainable_variables
+        with tf.compat.v1.name_scope(self.name, "head"):
+            predictions = self.predictions(logits)
+            if mode == ModeKeys.PREDICT:
+                return EstimatorSpec(mode=ModeKeys.PREDICT, predictions=predictions,
+                                     export_outputs=self.export_outputs(predictions))
+            training_loss, unreduced, weights = self._v1_losses(features, logits, labels)
+            loss = base_head.add_regularization(training_loss, regularization_losses)
+            if mode == ModeKeys.EVAL:
+                eval_metrics = self.update_metrics(self.metrics(regularization_losses), features, logits, labels,
+                                                   regularization_losses=regularization_losses)
+                return EstimatorSpec(mode=ModeKeys.EVAL, predictions=predictions, loss=loss,
+                                     eval_metric_ops=eval_metrics)
+            train_op = v1_train_op(loss, optimizer, train_op_fn, update_ops)
+            average_loss = self._average_loss(training_loss, unreduced, weights)
+        base_head.add_loss_summaries(loss, regularization_losses, self.metric_key)
+        if average_loss is not None:
+            with tf.compat.v1.name_scope(""):
+                tf.compat.v1.summary.scalar(self.metric_key(MetricKeys.LOSS_MEAN), average_loss)
+        return EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions, loss=loss, train_op=train_op)
+
+
+class BinaryClassHeadV1(_V1Training, BinaryClassHead):
+    """The v1 binary head: sigmoid cross-entropy, reduced by a tf.compat.v1.losses.Reduction (default SUM)."""
+
+    def __init__(self, weight_column: Any = None, label_vocabulary: Sequence[str] | None = None,
+                 loss_reduction: str = V1Reduction.SUM, name: str | None = None):
+        super().__init__(weight_column=weight_column, label_vocabulary=label_vocabulary, name=name)
+        self._set_v1_reduction(loss_reduction)
+
+    def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
+        return self._labels(logits, labels)
+
+    def metrics(self, regularization_losses: Sequence[Any] | None = None) -> dict:
+        """The TF2 head's metrics, with TF 1.x's sums of the AUCs."""
+        eval_metrics = super().metrics(regularization_losses)
+        with tf.name_scope("metrics"):
+            eval_metrics[self.metric_key(MetricKeys.AUC)] = _V1Auc(name=MetricKeys.AUC)
+            eval_metrics[self.metric_key(MetricKeys.AUC_PR)] = _V1Auc(curve="PR", name=MetricKeys.AUC_PR)
+        return eval_metrics
+
+
+class MultiClassHeadV1(_V1Training, MultiClassHead):
+    """The v1 multi-class head: softmax cross-entropy, reduced by a tf.compat.v1.losses.Reduction (default SUM)."""
+
+    def __init__(self, n_classes: int, weight_column: Any = None, label_vocabulary: Sequence[str] | None = None,
+                 loss_reduction: str = V1Reduction.SUM, name: str | None = None):
+        super().__init__(n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary, name=name)
+        self._set_v1_reduction(loss_reduction)
+
+    def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
+        return self._label_ids(logits, labels)
+
+
+class RegressionHeadV1(_V1Training, RegressionHead):
+    """The v1 regression head: squared error, reduced by a tf.compat.v1.losses.Reduction (default SUM)."""
+
+    def __init__(self, label_dimension: int = 1, weight_column: Any = None, loss_reduction: str = V1Reduction.SUM,
+                 name: str | None = None):
+        super().__init__(label_dimension=label_dimension, weight_column=weight_column, name=name)
+        self._set_v1_reduction(loss_reduction)
+
+    def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
+        return self._labels(logits, labels)
+
+
+def classifier_head_v1(n_classes: int, weight_column: Any, label_vocabulary: Sequence[str] | None,
+                       loss_reduction: str) -> Any:
+    """The head of a v1 canned classifier: sigmoid for 2 classes, softmax for more."""
+    if n_classes == 2:
+        return BinaryClassHeadV1(weight_column=weight_column, label_vocabulary=label_vocabulary,
+                                 loss_reduction=loss_reduction)
+    return MultiClassHeadV1(n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary,
+                            loss_reduction=loss_reduction)
+
+
+def is_v1_head(head: Any) -> bool:
+    return isinstance(head, _V1Training)
+
+
+def v1_estimator_spec(head: Any, features: dict, mode: str, labels: Any, logits: tf.Tensor,
+                      optimizer: Any = None, train_op_fn: Callable | None = None) -> EstimatorSpec:
+    """A v1 model_fn's EstimatorSpec: `head` trains with the tf.compat.v1.train `optimizer` (or `train_op_fn`).
+
+    A v1 head takes the optimizer itself. A TF2 head (tf.estimator.*Head,
+    given to a v1 `*Estimator`) takes `train_op_fn` only, so the optimizer's
+    `minimize` is handed to it as one, with the graph's UPDATE_OPS.
+    """
+    if mode != ModeKeys.TRAIN:
+        optimizer = train_op_fn = None
+    if is_v1_head(head):
+        return head.create_estimator_spec(features=features, mode=mode, labels=labels, logits=logits,
+                                          optimizer=optimizer, train_op_fn=train_op_fn)
+    if optimizer is not None:
+        train_op_fn = _minimizing(optimizer)
+    update_ops = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS) if train_op_fn else None
+    return head.create_estimator_spec(features=features, mode=mode, labels=labels, logits=logits,
+                                      train_op_fn=train_op_fn, update_ops=update_ops or None)
+
+
+def _minimizing(optimizer: Any) -> Callable[[tf.Tensor], tf.Operation]:
+    def train_op_fn(loss: tf.Tensor) -> tf.Operation:
+        return optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
+
+    return train_op_fn
+
+
+__all__ = ["BinaryClassHeadV1", "MultiClassHeadV1", "RegressionHeadV1", "V1Reduction", "classifier_head_v1",
+           "is_v1_head", "v1_estimator_spec", "v1_train_op", "validate_v1_loss_reduction"]

@@ -1,0 +1,185 @@
+"""TF 2.15's public tf.estimator names beyond the core: export of all modes, the experimental hooks,
+add_metrics, TPUEstimator off a TPU and DenseFeatures, as a program uses them."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat.estimator as estimator
+from conftest import HELPERS, REPO
+
+RNG = np.random.default_rng(3)
+X = RNG.normal(size=(96, 3)).astype("float32")
+Y = (X[:, 0] + X[:, 1] > 0).astype("int32")
+
+
+def input_fn(params=None, repeat=True):
+    dataset = tf.data.Dataset.from_tensor_slices(({"x": X}, Y))
+    dataset = dataset.repeat() if repeat else dataset
+    return dataset.batch((params or {}).get("batch_size", 16))
+
+
+def model_fn(features, labels, mode):
+    logits = tf.compat.v1.layers.dense(features["x"], 2)
+    predictions = {"class_ids": tf.argmax(logits, 1), "logits": logits}
+    if mode == estimator.ModeKeys.PREDICT:
+        return estimator.EstimatorSpec(mode, predictions=predictions)
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    train_op = tf.compat.v1.train.AdamOptimizer(0.05).minimize(loss, tf.compat.v1.train.get_global_step())
+    return estimator.EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op, eval_metric_ops={
+        "accuracy": tf.compat.v1.metrics.accuracy(labels, predictions["class_ids"])})
+
+
+def test_every_public_name_of_tf_2_15_resolves_after_install(installed):
+    from compat.estimator.compatibility import tf215_names
+
+    names = tf215_names()
+    missing = []
+    for dotted in names:
+        value = tf
+        for part in dotted.split("."):
+            value = getattr(value, part, None)
+            if value is None:
+                missing.append(dotted)
+                break
+    assert not missing and len(names) == 157
+
+
+def test_export_all_modes_writes_tf_2_15s_tags_and_signatures(tmp_path):
+    est = estimator.Estimator(model_fn, str(tmp_path / "run"))
+    est.train(input_fn, steps=5)
+    supervised = estimator.experimental.build_raw_supervised_input_receiver_fn(
+        {"x": tf.zeros([1, 3])}, tf.zeros([1], tf.int32))
+    serving = estimator.export.build_raw_serving_input_receiver_fn({"x": tf.zeros([1, 3])})
+    path = est.experimental_export_all_saved_models(str(tmp_path / "export"), {
+        estimator.ModeKeys.TRAIN: supervised, estimator.ModeKeys.EVAL: supervised, estimator.ModeKeys.PREDICT: serving})
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString(open(os.path.join(path.decode(), "saved_model.pb"), "rb").read())
+    tags = {tuple(graph.meta_info_def.tags): sorted(graph.signature_def) for graph in proto.meta_graphs}
+    assert tags == {("train",): ["train"], ("eval",): ["eval"], ("serve",): ["serving_default"]}
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        graph = tf.compat.v1.saved_model.load(session, ["eval"], path.decode())
+        outputs = graph.signature_def["eval"].outputs
+        assert {"loss", "metrics/accuracy/value", "metrics/accuracy/update_op", "predictions/logits"} <= set(outputs)
+    with pytest.raises(ValueError, match="Features and labels must have distinct keys"):
+        estimator.experimental.build_raw_supervised_input_receiver_fn({"x": X}, {"x": Y})
+
+
+def test_in_memory_evaluator_hook_evaluates_while_training(tmp_path):
+    est = estimator.Estimator(model_fn, str(tmp_path))
+    hook = estimator.experimental.InMemoryEvaluatorHook(est, lambda: input_fn(repeat=False), every_n_iter=10)
+    est.train(input_fn, steps=25, hooks=[hook])
+    steps = set()
+    for path in tf.io.gfile.glob(os.path.join(est.eval_dir(), "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            if any(value.tag == "accuracy" for value in event.summary.value):
+                steps.add(event.step)
+    assert steps == {0, 10, 20, 25}  # before training, every 10 steps, at the end; no checkpoint read
+    with pytest.raises(ValueError, match="invalid every_n_iter"):
+        estimator.experimental.InMemoryEvaluatorHook(est, input_fn, every_n_iter=0)
+
+
+def test_stop_at_checkpoint_step_hook_is_a_stop_at_step_hook_on_the_chief(tmp_path):
+    est = estimator.Estimator(model_fn, str(tmp_path))
+    hook = estimator.experimental.make_stop_at_checkpoint_step_hook(est, last_step=7)
+    assert isinstance(hook, tf.compat.v1.train.StopAtStepHook)
+    est.train(input_fn, hooks=[hook])
+    assert est.get_variable_value("global_step") == 7
+
+
+def test_add_metrics_adds_to_evaluations_only(tmp_path):
+    est = estimator.Estimator(model_fn, str(tmp_path))
+    est.train(input_fn, steps=20)
+
+    def metric_fn(labels, predictions):
+        return {"mean_label": tf.compat.v1.metrics.mean(labels), "keras_mean": _keras_mean(predictions["logits"])}
+
+    extended = estimator.add_metrics(est, metric_fn)
+    assert extended.model_dir == est.model_dir
+    result = extended.evaluate(lambda: input_fn(repeat=False))
+    assert result["mean_label"] == pytest.approx(Y.mean()) and "accuracy" in result and "keras_mean" in result
+    with pytest.raises(ValueError, match="not expected args"):
+        estimator.add_metrics(est, lambda labels, logits: {})
+
+
+def _keras_mean(values):
+    metric = keras.metrics.Mean()
+    metric.update_state(values)
+    return metric
+
+
+def test_tpu_estimator_runs_off_a_tpu_with_the_batch_size_in_params(tmp_path):
+    seen = []
+
+    def tpu_model_fn(features, labels, mode, params):
+        seen.append((mode, params["batch_size"]))
+        spec = model_fn(features, labels, mode)
+        if mode == estimator.ModeKeys.PREDICT:
+            return estimator.tpu.TPUEstimatorSpec(mode, predictions=spec.predictions)
+
+        def metric_fn(labels, logits):
+            return {"accuracy": tf.compat.v1.metrics.accuracy(labels, tf.argmax(logits, 1))}
+
+        return estimator.tpu.TPUEstimatorSpec(mode, loss=spec.loss, train_op=spec.train_op,
+                                              eval_metrics=(metric_fn, [labels, spec.predictions["logits"]]))
+
+    config = estimator.tpu.RunConfig(tpu_config=estimator.tpu.TPUConfig(iterations_per_loop=4))
+    est = estimator.tpu.TPUEstimator(tpu_model_fn, str(tmp_path), config, use_tpu=False, train_batch_size=32,
+                                     eval_batch_size=8, predict_batch_size=4)
+    est.train(input_fn, steps=30)
+    result = est.evaluate(lambda params: input_fn(params, repeat=False))
+    assert result["accuracy"] > 0.8 and result["global_step"] == 30
+    assert len(list(est.predict(lambda params: input_fn(params, repeat=False)))) == 96
+    assert seen == [("train", 32), ("eval", 8), ("infer", 4)]
+    with pytest.raises(ValueError, match="needs a TPU"):
+        estimator.tpu.TPUEstimator(tpu_model_fn, config=config, train_batch_size=32)
+    with pytest.raises(ValueError, match="no meaning off a TPU"):
+        estimator.tpu.experimental.EmbeddingConfigSpec(feature_columns=[])
+    with pytest.raises(ValueError, match="does not include params argument"):
+        est.train(lambda: input_fn(), steps=1)
+
+
+def test_dense_features_feeds_feature_columns_to_a_keras_3_model(tmp_path, installed):
+    data = {"age": RNG.uniform(18, 80, 128).astype("float32"), "city": RNG.choice(["a", "b", "c"], 128)}
+    labels = (data["city"] == "b").astype("int32")
+    city = tf.feature_column.categorical_column_with_vocabulary_list("city", ["a", "b", "c"])
+    columns = [tf.feature_column.numeric_column("age"), tf.feature_column.embedding_column(city, 4),
+               tf.feature_column.indicator_column(city)]
+    model = keras.Sequential([tf.keras.layers.DenseFeatures(columns), keras.layers.Dense(2)])
+    model.compile(keras.optimizers.Adam(0.05), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    dataset = tf.data.Dataset.from_tensor_slices((data, labels)).batch(16)
+    history = model.fit(dataset, epochs=20, verbose=0)
+    assert history.history["accuracy"][-1] == 1.0
+    assert model.layers[0].compute_output_shape({"age": (None,)}) == (None, 1 + 4 + 3)
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    np.testing.assert_allclose(loaded.predict(dataset, verbose=0), model.predict(dataset, verbose=0), atol=1e-6)
+    with pytest.raises(ValueError, match="must be a DenseColumn"):
+        tf.keras.layers.DenseFeatures([city])
+
+
+def test_a_multi_head_program_with_add_metrics_exports_what_tf_2_15_exports(tmp_path):
+    """tests/helpers/tf215_multihead_export.py (two heads in a MultiHead, add_metrics, tf.keras.optimizers.legacy
+    in the model_fn), run after install(): the same metrics, and for the serving export and the export of all modes
+    the same tags, signatures, methods and input and output keys as TF 2.15 recorded."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "ours.json"
+    program = ("import runpy, sys\nimport compat.estimator\ncompat.estimator.install()\n"
+               f"sys.argv = ['tf215_multihead_export.py', {str(tmp_path / 'work')!r}, {str(out)!r}]\n"
+               f"runpy.run_path({os.path.join(HELPERS, 'tf215_multihead_export.py')!r}, run_name='__main__')\n")
+    result = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    ours = json.loads(out.read_text())
+    tf215 = json.load(open(os.path.join(REPO, "tests", "data", "tf215_multihead_export.json")))
+    assert len(ours["serving"]["serve"]) > 1  # not vacuous: a signature per head and output (no default one)
+    for key in ("metrics", "serving", "all_modes"):
+        assert ours[key] == tf215[key], key
