@@ -14,8 +14,19 @@ from absl import flags
 
 import models
 from compat import atomic
-from compat.config import (AUTOTUNE, CACHE_MODES, DTYPES, FEATURES, STRATEGIES, TUNERS, DistributionConfig,
-                           PipelineConfig, TrainConfig, TuneConfig, replace_fields)
+from compat.config import (
+    AUTOTUNE,
+    CACHE_MODES,
+    DTYPES,
+    FEATURES,
+    STRATEGIES,
+    TUNERS,
+    DistributionConfig,
+    PipelineConfig,
+    TrainConfig,
+    TuneConfig,
+    replace_fields,
+)
 from compat.sources import DataSource
 
 FLAGS = flags.FLAGS
@@ -25,6 +36,8 @@ _GROUP_STARTS: list[tuple[str, frozenset[str]]] = []  # (concern, the flags defi
 def _group(title: str) -> None:
     """Starts a concern: the flags defined from here to the next `_group` are listed under `title` in --help."""
     _GROUP_STARTS.append((title, frozenset(FLAGS)))
+
+
 _PIPELINE = PipelineConfig()
 # The rate a dataset's files are recorded at: decoding them needs no resampling.
 NATIVE_SAMPLE_RATES = {"fsdd": 8000, "synthetic": 16000}
@@ -32,134 +45,202 @@ _TRAIN = TrainConfig()
 
 # -- mode -------------------------------------------------------------------
 _group("mode")
-flags.DEFINE_enum("mode", "keras", ["keras", "estimator", "tune"],
-                  "keras: model.fit; estimator: the tf.estimator API (compat.estimator); "
-                  "tune: keras-tuner search.")
+flags.DEFINE_enum(
+    "mode",
+    "keras",
+    ["keras", "estimator", "tune"],
+    "keras: model.fit; estimator: the tf.estimator API (compat.estimator); tune: keras-tuner search.",
+)
 
 # -- data -------------------------------------------------------------------
 _group("data")
-flags.DEFINE_enum("dataset", "synthetic", ["synthetic", "fsdd", "folder", "manifest"],
-                  "synthetic: the built-in default (no data needed); fsdd: the Free Spoken Digit "
-                  "Dataset (downloaded unless --data_dir); folder: --data_dir/<label>/*.wav; "
-                  "manifest: a CSV of path,label[,split] (--manifest).")
+flags.DEFINE_enum(
+    "dataset",
+    "synthetic",
+    ["synthetic", "fsdd", "folder", "manifest"],
+    "synthetic: the built-in default (no data needed); fsdd: the Free Spoken Digit "
+    "Dataset (downloaded unless --data_dir); folder: --data_dir/<label>/*.wav; "
+    "manifest: a CSV of path,label[,split] (--manifest).",
+)
 flags.DEFINE_string("data_dir", None, "Audio folder: FSDD's recordings, or one sub-folder per class.")
 flags.DEFINE_string("manifest", None, "CSV manifest of path,label[,split] rows (--dataset=manifest).")
-flags.DEFINE_bool("skip_bad_files", _PIPELINE.skip_bad_files,
-                  "Skip unreadable audio files (counted and logged) instead of stopping.")
+flags.DEFINE_bool(
+    "skip_bad_files", _PIPELINE.skip_bad_files, "Skip unreadable audio files (counted and logged) instead of stopping."
+)
 
 # -- pipeline ---------------------------------------------------------------
 _group("pipeline")
 flags.DEFINE_integer("batch_size", _PIPELINE.batch_size, "Global batch size.", lower_bound=1)
-flags.DEFINE_integer("num_parallel_calls", _PIPELINE.num_parallel_calls,
-                     "Parallel decode/feature calls; -1 is AUTOTUNE.", lower_bound=AUTOTUNE)
-flags.DEFINE_integer("prefetch", _PIPELINE.prefetch, "Batches prepared ahead; -1 is AUTOTUNE.",
-                     lower_bound=AUTOTUNE)
-flags.DEFINE_integer("private_threadpool_size", _PIPELINE.private_threadpool_size,
-                     "Threads of a private tf.data pool; 0 shares TensorFlow's.", lower_bound=0)
-flags.DEFINE_enum("cache", _PIPELINE.cache, list(CACHE_MODES),
-                  "Where decoded features are kept between epochs and runs.")
-flags.DEFINE_string("cache_dir", None,
-                    "Cache folder (datasets, downloads); default $ESTIMATOR_COMPAT_CACHE_DIR or ~/.cache.")
-flags.DEFINE_integer("shuffle_buffer", _PIPELINE.shuffle_buffer, "Examples in the shuffle buffer.",
-                     lower_bound=1)
-flags.DEFINE_bool("deterministic", _PIPELINE.deterministic,
-                  "Bit-reproducible element order (slower parallel stages).")
-flags.DEFINE_integer("sample_rate", None, "Audio is resampled to this rate (Hz); default: the dataset's "
-                     f"own ({', '.join(f'{k} {v}' for k, v in NATIVE_SAMPLE_RATES.items())}), else "
-                     f"{_PIPELINE.sample_rate}.",
-                     lower_bound=1000)
+flags.DEFINE_integer(
+    "num_parallel_calls",
+    _PIPELINE.num_parallel_calls,
+    "Parallel decode/feature calls; -1 is AUTOTUNE.",
+    lower_bound=AUTOTUNE,
+)
+flags.DEFINE_integer("prefetch", _PIPELINE.prefetch, "Batches prepared ahead; -1 is AUTOTUNE.", lower_bound=AUTOTUNE)
+flags.DEFINE_integer(
+    "private_threadpool_size",
+    _PIPELINE.private_threadpool_size,
+    "Threads of a private tf.data pool; 0 shares TensorFlow's.",
+    lower_bound=0,
+)
+flags.DEFINE_enum(
+    "cache", _PIPELINE.cache, list(CACHE_MODES), "Where decoded features are kept between epochs and runs."
+)
+flags.DEFINE_string(
+    "cache_dir", None, "Cache folder (datasets, downloads); default $ESTIMATOR_COMPAT_CACHE_DIR or ~/.cache."
+)
+flags.DEFINE_integer("shuffle_buffer", _PIPELINE.shuffle_buffer, "Examples in the shuffle buffer.", lower_bound=1)
+flags.DEFINE_bool("deterministic", _PIPELINE.deterministic, "Bit-reproducible element order (slower parallel stages).")
+flags.DEFINE_integer(
+    "sample_rate",
+    None,
+    "Audio is resampled to this rate (Hz); default: the dataset's "
+    f"own ({', '.join(f'{k} {v}' for k, v in NATIVE_SAMPLE_RATES.items())}), else "
+    f"{_PIPELINE.sample_rate}.",
+    lower_bound=1000,
+)
 flags.DEFINE_float("clip_seconds", _PIPELINE.clip_seconds, "Clip length the model sees.", lower_bound=0.05)
 flags.DEFINE_enum("feature", _PIPELINE.feature, list(FEATURES), "Model input features.")
 flags.DEFINE_float("frame_length_ms", _PIPELINE.frame_length_ms, "STFT window (ms).", lower_bound=1)
 flags.DEFINE_float("frame_step_ms", _PIPELINE.frame_step_ms, "STFT hop (ms).", lower_bound=0.5)
 flags.DEFINE_integer("n_mels", _PIPELINE.n_mels, "Mel bands (log_mel, mfcc).", lower_bound=1)
 flags.DEFINE_integer("n_mfcc", _PIPELINE.n_mfcc, "MFCC coefficients kept.", lower_bound=1)
-flags.DEFINE_float("crop_margin_ms", _PIPELINE.crop_margin_ms,
-                   "Training clips are cached this much wider on each side, for random crops.",
-                   lower_bound=0)
-flags.DEFINE_float("time_shift_ms", _PIPELINE.time_shift_ms,
-                   "Augmentation: random crop/shift of up to this much (<= crop_margin_ms).", lower_bound=0)
-flags.DEFINE_float("noise_stddev", _PIPELINE.noise_stddev,
-                   "Augmentation: noise, relative to each example's standard deviation.", lower_bound=0)
+flags.DEFINE_float(
+    "crop_margin_ms",
+    _PIPELINE.crop_margin_ms,
+    "Training clips are cached this much wider on each side, for random crops.",
+    lower_bound=0,
+)
+flags.DEFINE_float(
+    "time_shift_ms",
+    _PIPELINE.time_shift_ms,
+    "Augmentation: random crop/shift of up to this much (<= crop_margin_ms).",
+    lower_bound=0,
+)
+flags.DEFINE_float(
+    "noise_stddev",
+    _PIPELINE.noise_stddev,
+    "Augmentation: noise, relative to each example's standard deviation.",
+    lower_bound=0,
+)
 
 # -- model ------------------------------------------------------------------
 _group("model")
 flags.DEFINE_enum("model", models.ModelConfig.name, models.names(), "Architecture (models/).")
-flags.DEFINE_integer("width", None, "Filters of the first convolution; default: the model's own.",
-                     lower_bound=1)
+flags.DEFINE_integer("width", None, "Filters of the first convolution; default: the model's own.", lower_bound=1)
 flags.DEFINE_integer("depth", None, "Convolution blocks; default: the model's own.", lower_bound=0)
-flags.DEFINE_float("dropout", None, "Dropout before the classifier; default: the model's own.",
-                   lower_bound=0, upper_bound=0.95)
+flags.DEFINE_float(
+    "dropout", None, "Dropout before the classifier; default: the model's own.", lower_bound=0, upper_bound=0.95
+)
 
 # -- training ---------------------------------------------------------------
 _group("training")
-flags.DEFINE_integer("epochs", _TRAIN.epochs, "Passes over the training split (unless --max_steps).",
-                     lower_bound=1)
+flags.DEFINE_integer("epochs", _TRAIN.epochs, "Passes over the training split (unless --max_steps).", lower_bound=1)
 flags.DEFINE_integer("max_steps", None, "Training steps; overrides --epochs.", lower_bound=1)
-flags.DEFINE_float("learning_rate", _TRAIN.learning_rate, "Peak learning rate (Adam, cosine decay).",
-                   lower_bound=0)
-flags.DEFINE_integer("eval_every_steps", None,
-                     "Validate and checkpoint every N steps; default: once per epoch.", lower_bound=1)
-flags.DEFINE_integer("log_every_steps", _TRAIN.log_every_steps,
-                     "Write TensorBoard scalars (loss, accuracy, learning_rate, examples_per_second; the same tags "
-                     "in every mode) and a progress line every N steps.", lower_bound=1)
-flags.DEFINE_integer("steps_per_execution", _TRAIN.steps_per_execution,
-                     "Training steps per compiled call (no Python between them); 0: the largest divisor of "
-                     "the evaluation period up to 64.", lower_bound=0)
-flags.DEFINE_integer("keep_checkpoints", _TRAIN.keep_checkpoints, "Checkpoints kept in --model_dir.",
-                     lower_bound=1)
-flags.DEFINE_integer("seed", _PIPELINE.seed, "Seed for data order, augmentation and weights.", lower_bound=0,
-                     upper_bound=2**31 - 1)
+flags.DEFINE_float("learning_rate", _TRAIN.learning_rate, "Peak learning rate (Adam, cosine decay).", lower_bound=0)
+flags.DEFINE_integer(
+    "eval_every_steps", None, "Validate and checkpoint every N steps; default: once per epoch.", lower_bound=1
+)
+flags.DEFINE_integer(
+    "log_every_steps",
+    _TRAIN.log_every_steps,
+    "Write TensorBoard scalars (loss, accuracy, learning_rate, examples_per_second; the same tags "
+    "in every mode) and a progress line every N steps.",
+    lower_bound=1,
+)
+flags.DEFINE_integer(
+    "steps_per_execution",
+    _TRAIN.steps_per_execution,
+    "Training steps per compiled call (no Python between them); 0: the largest divisor of "
+    "the evaluation period up to 64.",
+    lower_bound=0,
+)
+flags.DEFINE_integer("keep_checkpoints", _TRAIN.keep_checkpoints, "Checkpoints kept in --model_dir.", lower_bound=1)
+flags.DEFINE_integer(
+    "seed", _PIPELINE.seed, "Seed for data order, augmentation and weights.", lower_bound=0, upper_bound=2**31 - 1
+)
 
 # -- performance (GPU switches) ---------------------------------------------
 _group("performance (GPU switches)")
-flags.DEFINE_enum("dtype", _TRAIN.dtype, list(DTYPES),
-                  "Keras dtype policy: mixed_float16 (GPU) or mixed_bfloat16 (TPU, recent CPUs/GPUs) compute in "
-                  "16 bits with float32 weights and logits.")
+flags.DEFINE_enum(
+    "dtype",
+    _TRAIN.dtype,
+    list(DTYPES),
+    "Keras dtype policy: mixed_float16 (GPU) or mixed_bfloat16 (TPU, recent CPUs/GPUs) compute in "
+    "16 bits with float32 weights and logits.",
+)
 flags.DEFINE_bool("enable_xla", _TRAIN.enable_xla, "Compile the training step with XLA (--mode=keras).")
-flags.DEFINE_list("profile_steps", None,
-                  "FIRST,LAST: write a TensorBoard profile to <model_dir>/logs/train of these training steps of "
-                  "this process (whole compiled calls of --steps_per_execution steps); its input-pipeline page "
-                  "shows whether the step waited on input (--mode=keras).")
+flags.DEFINE_list(
+    "profile_steps",
+    None,
+    "FIRST,LAST: write a TensorBoard profile to <model_dir>/logs/train of these training steps of "
+    "this process (whole compiled calls of --steps_per_execution steps); its input-pipeline page "
+    "shows whether the step waited on input (--mode=keras).",
+)
 
 # -- distribution ---------------------------------------------------------
 _group("distribution")
 _DISTRIBUTION = DistributionConfig()
-flags.DEFINE_enum("distribution_strategy", _DISTRIBUTION.distribution_strategy, list(STRATEGIES),
-                  "off: one device; mirrored: this machine's GPUs (--num_gpus; the CPU when 0); "
-                  "multi_worker_mirrored: the TF_CONFIG cluster (--mode=estimator; Keras 3 fit cannot); "
-                  "parameter_server: not supported (the error says what to use).")
-flags.DEFINE_integer("num_gpus", _DISTRIBUTION.num_gpus, "GPUs to mirror on (--distribution_strategy=mirrored).",
-                     lower_bound=0)
-flags.DEFINE_string("tf_data_service", None,
-                    "grpc://HOST:PORT of a tf.data service dispatcher (python -m compat.data_service): its "
-                    "workers read and decode the training split; batching and augmentation stay here.")
+flags.DEFINE_enum(
+    "distribution_strategy",
+    _DISTRIBUTION.distribution_strategy,
+    list(STRATEGIES),
+    "off: one device; mirrored: this machine's GPUs (--num_gpus; the CPU when 0); "
+    "multi_worker_mirrored: the TF_CONFIG cluster (--mode=estimator; Keras 3 fit cannot); "
+    "parameter_server: not supported (the error says what to use).",
+)
+flags.DEFINE_integer(
+    "num_gpus", _DISTRIBUTION.num_gpus, "GPUs to mirror on (--distribution_strategy=mirrored).", lower_bound=0
+)
+flags.DEFINE_string(
+    "tf_data_service",
+    None,
+    "grpc://HOST:PORT of a tf.data service dispatcher (python -m compat.data_service): its "
+    "workers read and decode the training split; batching and augmentation stay here.",
+)
 
 # -- tuning (--mode=tune) ---------------------------------------------------
 _group("tuning (--mode=tune)")
 _TUNE = TuneConfig()
 flags.DEFINE_enum("tuner", _TUNE.tuner, list(TUNERS), "keras-tuner algorithm.")
 flags.DEFINE_integer("max_trials", _TUNE.max_trials, "Trials to run (random, bayesian, grid).", lower_bound=1)
-flags.DEFINE_string("objective", _TUNE.objective,
-                    "Metric to optimise, any logged one; append :min or :max to set the direction "
-                    "(default: min for losses, max otherwise).")
-flags.DEFINE_integer("max_failed_trials", _TUNE.max_failed_trials, "Stop after this many failed trials in a row.", lower_bound=1)
-flags.DEFINE_enum("tune_target", "model", ["model", "pipeline"],
-                  "model: search what the model learns from (full training trials); pipeline: measure "
-                  "the builder's examples/s for speed-only settings and pick the fastest.")
+flags.DEFINE_string(
+    "objective",
+    _TUNE.objective,
+    "Metric to optimise, any logged one; append :min or :max to set the direction "
+    "(default: min for losses, max otherwise).",
+)
+flags.DEFINE_integer(
+    "max_failed_trials", _TUNE.max_failed_trials, "Stop after this many failed trials in a row.", lower_bound=1
+)
+flags.DEFINE_enum(
+    "tune_target",
+    "model",
+    ["model", "pipeline"],
+    "model: search what the model learns from (full training trials); pipeline: measure "
+    "the builder's examples/s for speed-only settings and pick the fastest.",
+)
 
 # -- output -----------------------------------------------------------------
 _group("output")
-flags.DEFINE_string("model_dir", "runs/default",
-                    "Checkpoints, TensorBoard logs, metrics.json, flags and exports. Rerunning a "
-                    "command with the same --model_dir resumes it.")
+flags.DEFINE_string(
+    "model_dir",
+    "runs/default",
+    "Checkpoints, TensorBoard logs, metrics.json, flags and exports. Rerunning a "
+    "command with the same --model_dir resumes it.",
+)
 flags.DEFINE_bool("export", _TRAIN.export, "Write model.keras and a SavedModel for serving at the end.")
 
 
-@flags.multi_flags_validator(["dataset", "data_dir", "manifest"], message=(
-    "the data flags do not fit --dataset: --dataset=folder needs --data_dir (one sub-folder per class), "
-    "--dataset=fsdd takes an optional --data_dir, --dataset=manifest needs --manifest and takes no --data_dir, "
-    "and --dataset=synthetic (the default) takes neither: add --dataset=folder|fsdd|manifest to train on your data"))
+@flags.multi_flags_validator(
+    ["dataset", "data_dir", "manifest"],
+    message=(
+        "the data flags do not fit --dataset: --dataset=folder needs --data_dir (one sub-folder per class), "
+        "--dataset=fsdd takes an optional --data_dir, --dataset=manifest needs --manifest and takes no --data_dir, "
+        "and --dataset=synthetic (the default) takes neither: add --dataset=folder|fsdd|manifest to train on your data"
+    ),
+)
 def _data_flags_agree(values: dict) -> bool:
     dataset, data_dir, manifest = values["dataset"], values["data_dir"], values["manifest"]
     if dataset == "folder":
@@ -171,18 +252,22 @@ def _data_flags_agree(values: dict) -> bool:
     return not data_dir and not manifest
 
 
-@flags.multi_flags_validator(["time_shift_ms", "crop_margin_ms"],
-                             message="--time_shift_ms must not exceed --crop_margin_ms")
+@flags.multi_flags_validator(
+    ["time_shift_ms", "crop_margin_ms"], message="--time_shift_ms must not exceed --crop_margin_ms"
+)
 def _shift_within_margin(values: dict) -> bool:
     return values["time_shift_ms"] <= values["crop_margin_ms"]
 
 
-
-@flags.multi_flags_validator(["mode", "distribution_strategy"], message=(
-    "--distribution_strategy=multi_worker_mirrored runs with --mode=estimator only: Keras 3's fit cannot "
-    "train under MultiWorkerMirroredStrategy (keras-team/keras#20585); run the same flags with --mode=estimator "
-    "on every task of the TF_CONFIG cluster. --mode=tune runs its trials on one device: train the best flags "
-    "under a strategy afterwards"))
+@flags.multi_flags_validator(
+    ["mode", "distribution_strategy"],
+    message=(
+        "--distribution_strategy=multi_worker_mirrored runs with --mode=estimator only: Keras 3's fit cannot "
+        "train under MultiWorkerMirroredStrategy (keras-team/keras#20585); run the same flags with --mode=estimator "
+        "on every task of the TF_CONFIG cluster. --mode=tune runs its trials on one device: train the best flags "
+        "under a strategy afterwards"
+    ),
+)
 def _strategy_fits_mode(values: dict) -> bool:
     strategy = values["distribution_strategy"]
     if values["mode"] == "tune":
@@ -190,9 +275,14 @@ def _strategy_fits_mode(values: dict) -> bool:
     return values["mode"] == "estimator" or strategy != "multi_worker_mirrored"
 
 
-@flags.multi_flags_validator(["mode", "enable_xla", "profile_steps"], message=(
-    "--enable_xla and --profile_steps apply to --mode=keras: the Estimator engine's step loop reads its "
-    "input inside the compiled function, which XLA cannot compile, and profiles are taken around Keras' compiled calls"))
+@flags.multi_flags_validator(
+    ["mode", "enable_xla", "profile_steps"],
+    message=(
+        "--enable_xla and --profile_steps apply to --mode=keras: the Estimator engine's step loop reads its "
+        "input inside the compiled function, which XLA cannot compile, and profiles are taken around Keras' "
+        "compiled calls"
+    ),
+)
 def _keras_only_switches(values: dict) -> bool:
     return values["mode"] == "keras" or not (values["enable_xla"] or values["profile_steps"])
 
@@ -208,10 +298,14 @@ def _profile_range(value) -> bool:
     return 1 <= first <= last
 
 
-@flags.validator("model_dir", message=(
-    "--model_dir must be a folder that can be made: a local path, or a URL of one of TensorFlow's file systems "
-    "(gs://, s3://, ram://, ...; installed ones only: a URL of another kind would be written to a local "
-    "look-alike), and not an existing file (or a folder inside one)"))
+@flags.validator(
+    "model_dir",
+    message=(
+        "--model_dir must be a folder that can be made: a local path, or a URL of one of TensorFlow's file systems "
+        "(gs://, s3://, ram://, ...; installed ones only: a URL of another kind would be written to a local "
+        "look-alike), and not an existing file (or a folder inside one)"
+    ),
+)
 def _usable_model_dir(value: str) -> bool:
     value = _local_path(value)
     if atomic.is_remote(value):
@@ -224,8 +318,10 @@ def _usable_model_dir(value: str) -> bool:
     return os.path.isdir(path)
 
 
-@flags.multi_flags_validator(["mode", "model_dir"], message=(
-    "--mode=tune needs a local --model_dir: keras-tuner writes its trials with local file operations"))
+@flags.multi_flags_validator(
+    ["mode", "model_dir"],
+    message=("--mode=tune needs a local --model_dir: keras-tuner writes its trials with local file operations"),
+)
 def _tune_locally(values: dict) -> bool:
     return values["mode"] != "tune" or not atomic.is_remote(_local_path(values["model_dir"]))
 
@@ -249,7 +345,7 @@ class Configs:
 
 def _local_path(value: str) -> str:
     """`file:///x` is the local path `/x`: written with local file operations, never as a folder `file:`."""
-    return value[len("file://"):] if value.startswith("file://") else value
+    return value[len("file://") :] if value.startswith("file://") else value
 
 
 def _model_dir(value: str) -> str:
@@ -264,10 +360,64 @@ def data_source() -> DataSource:
     return DataSource(FLAGS.dataset, path=FLAGS.data_dir)
 
 
+# Flags read into Configs outside a config dataclass, and flags whose config field has another name.
+_NOT_IN_A_CONFIG = {
+    "dataset": "source",
+    "data_dir": "source",
+    "manifest": "source",
+    "model_dir": "model_dir",
+    "mode": "mode",
+    "tune_target": "tune_target",
+}
+_RENAMED = {"tf_data_service": "data_service", "model": "name"}
+# One flag for several fields, on purpose: --seed seeds the shuffle and the model's initial weights.
+_SHARED = {"seed": ["pipeline.seed", "train.seed"]}
+_CONFIG_CLASSES = {
+    "pipeline": PipelineConfig,
+    "model": models.ModelConfig,
+    "train": TrainConfig,
+    "tune": TuneConfig,
+    "distribution": DistributionConfig,
+}
+
+
+def flag_destinations() -> dict[str, list[str]]:
+    """Each flag this module defines -> where its value goes (`config.field`, or a Configs field).
+
+    A flag must land in exactly one place (or in the places _SHARED lists): configs_from_flags
+    refuses to run otherwise, so a config field renamed without its flag is caught at the first run
+    (and by tests/test_flags.py), instead of leaving a flag that parses and does nothing.
+    """
+    import sys
+
+    fields = {kind: {field.name for field in dataclasses.fields(cls)} for kind, cls in _CONFIG_CLASSES.items()}
+    destinations = {}
+    for flag in FLAGS.get_key_flags_for_module(sys.modules[__name__]):
+        field = _RENAMED.get(flag.name, flag.name)
+        places = [f"{kind}.{field}" for kind, names in fields.items() if field in names]
+        if flag.name in _NOT_IN_A_CONFIG:
+            places.append(_NOT_IN_A_CONFIG[flag.name])
+        destinations[flag.name] = places
+    return destinations
+
+
+def _check_every_flag_lands_once() -> None:
+    wrong = {
+        name: places
+        for name, places in flag_destinations().items()
+        if (places != _SHARED[name] if name in _SHARED else len(places) != 1)
+    }
+    if wrong:
+        raise AssertionError(f"flags that set no config field or several (rename the field or the flag): {wrong}")
+
+
 def configs_from_flags() -> Configs:
     """The one place that reads FLAGS. A value the configs reject raises ValueError naming it."""
-    values = {name: FLAGS[name].value for name in FLAGS}
-    values["data_service"] = values.pop("tf_data_service")
+    import sys
+
+    _check_every_flag_lands_once()
+    ours = FLAGS.get_key_flags_for_module(sys.modules[__name__])  # absl's own flags set no config
+    values = {_RENAMED.get(flag.name, flag.name): flag.value for flag in ours}
     if values["profile_steps"] is not None:
         values["profile_steps"] = tuple(int(step) for step in values["profile_steps"])
     if values["sample_rate"] is None:
@@ -275,7 +425,7 @@ def configs_from_flags() -> Configs:
     return Configs(
         source=data_source(),
         pipeline=replace_fields(PipelineConfig(), values),
-        model=replace_fields(models.ModelConfig(), values, {"model": "name"}),
+        model=replace_fields(models.ModelConfig(), values),
         train=replace_fields(TrainConfig(), values),
         tune=replace_fields(TuneConfig(), values),
         distribution=replace_fields(DistributionConfig(), values),
@@ -319,8 +469,7 @@ def save_flagfile(path: str, overrides: dict | None = None, drop: tuple[str, ...
             continue
         if flag.name in overrides:
             value = overrides[flag.name]
-            line = (f"--{'' if value else 'no'}{flag.name}" if isinstance(value, bool)
-                    else f"--{flag.name}={value}")
+            line = f"--{'' if value else 'no'}{flag.name}" if isinstance(value, bool) else f"--{flag.name}={value}"
         else:
             line = flag.serialize()
         if line:
@@ -331,4 +480,3 @@ def save_flagfile(path: str, overrides: dict | None = None, drop: tuple[str, ...
 def save_best_flagfile(path: str, best_values: dict, run_dir: str) -> None:
     """A flagfile that trains a search's best trial: `train.py --flagfile=<path> --mode=keras`."""
     save_flagfile(path, {**best_values, "model_dir": run_dir}, drop=("mode", *_TUNING_FLAGS))
-

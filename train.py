@@ -29,8 +29,15 @@ def train_model(configs: flags.Configs) -> None:
     strategy = distribution.strategy_for(configs.distribution)  # first: MultiWorkerMirrored needs startup
     chief = distribution.is_chief_task()
     mode = {"keras": keras_mode, "estimator": estimator_mode}[configs.mode]
-    with run.open_run(configs.source, configs.pipeline, configs.model, configs.train, configs.model_dir,
-                      shared=not chief, strategy=strategy) as this:
+    with run.open_run(
+        configs.source,
+        configs.pipeline,
+        configs.model,
+        configs.train,
+        configs.model_dir,
+        shared=not chief,
+        strategy=strategy,
+    ) as this:
         # A resumed run keeps the flags.txt it was started with until it ends: a run refused for
         # restoring another model's checkpoint must not lose the flags that model was trained with.
         resuming = run.last_saved_step(configs.model_dir) is not None
@@ -42,8 +49,10 @@ def train_model(configs: flags.Configs) -> None:
     if metrics is None:
         print(f"{distribution.task_name()} finished; the chief writes the results in {configs.model_dir}")
         return
-    print(f"test accuracy {metrics['test_accuracy']:.4f} (loss {metrics['test_loss']:.4f}) after "
-          f"{metrics['steps']} steps in {metrics['wall_seconds']:.0f} s; outputs in {configs.model_dir}")
+    print(
+        f"test accuracy {metrics['test_accuracy']:.4f} (loss {metrics['test_loss']:.4f}) after "
+        f"{metrics['steps']} steps in {metrics['wall_seconds']:.0f} s; outputs in {configs.model_dir}"
+    )
 
 
 def tune(configs: flags.Configs) -> None:
@@ -52,34 +61,41 @@ def tune(configs: flags.Configs) -> None:
 
     distribution.check_cluster("tune")
     worker = tuning.is_tuning_worker()  # works in its chief's folder, which the chief holds
-    with run.open_run(configs.source, configs.pipeline, configs.model, configs.train, configs.model_dir,
-                      shared=worker) as this:
+    with run.open_run(
+        configs.source, configs.pipeline, configs.model, configs.train, configs.model_dir, shared=worker
+    ) as this:
         if not worker:
             flags.save_flagfile(this.path("flags.txt"))
         best_flags = this.path("tuning", "best.flags")
         if configs.tune_target == "pipeline":
             best = tuning.tune_pipeline(this, configs.explicit)
-            summary = (f"fastest pipeline {best['values']}: {best['examples_per_second']:,.0f} examples/s "
-                       f"against {best['autotune_examples_per_second']:,.0f} with AUTOTUNE defaults "
-                       f"(report: {this.path('tuning', 'pipeline.md')})")
+            summary = (
+                f"fastest pipeline {best['values']}: {best['examples_per_second']:,.0f} examples/s "
+                f"against {best['autotune_examples_per_second']:,.0f} with AUTOTUNE defaults "
+                f"(report: {this.path('tuning', 'pipeline.md')})"
+            )
         else:
             try:
-                best = tuning.search(this, configs.tune, configs.explicit)
+                found = tuning.search(this, configs.tune, configs.explicit)
             except tuning.CannotResumeError as error:
                 fail(str(error))
-            if "worker" in best:
-                print(f"tuning worker {best['worker']} finished; the chief writes the results")
+            if found is None:
+                print(f"tuning worker {os.environ['KERASTUNER_TUNER_ID']} finished; the chief writes the results")
                 return
-            summary = (f"best {configs.tune.objective} {best['score']:.4f} over {best['completed']} completed "
-                       f"of {best['trials']} trials")
+            summary = (
+                f"best {configs.tune.objective} {found.score:.4f} over {found.completed} completed "
+                f"of {found.trials} trials"
+            )
             pareto = this.path("tuning", "pareto")
             os.makedirs(pareto, exist_ok=True)
             for stale in os.listdir(pareto):  # a resumed search's front replaces the last one
                 os.remove(os.path.join(pareto, stale))
-            for trial, values in best["pareto"].items():
-                flags.save_best_flagfile(this.path("tuning", "pareto", f"{trial}.flags"), values,
-                                         this.path("pareto", trial))
-            summary += f"; {len(best['pareto'])} on the accuracy/speed front (tuning/pareto.md)"
+            for trial, values in found.pareto.items():
+                flags.save_best_flagfile(
+                    this.path("tuning", "pareto", f"{trial}.flags"), values, this.path("pareto", trial)
+                )
+            summary += f"; {len(found.pareto)} on the accuracy/speed front (tuning/pareto.md)"
+            best = {"values": found.values}
         flags.save_best_flagfile(best_flags, best["values"], this.path("best"))
     print(f"{summary}; train it with: python train.py --flagfile={best_flags} --mode=keras")
 
@@ -110,13 +126,17 @@ def _interrupted(model_dir: str):
     process is as safe as a kill -9, which every write here survives (the
     checkpoint in force, caches and exports whole or absent, the folder lock freed).
     """
+
     def handler(signum, frame) -> None:
         from compat.run import last_saved_step
 
         step = last_saved_step(model_dir)
         saved = f"its last checkpoint is at step {step}" if step is not None else "no checkpoint was saved yet"
-        print(f"train.py: interrupted; {model_dir}: {saved}. The same command resumes from there", file=sys.stderr,
-              flush=True)
+        print(
+            f"train.py: interrupted; {model_dir}: {saved}. The same command resumes from there",
+            file=sys.stderr,
+            flush=True,
+        )
         os._exit(130)
 
     return handler
@@ -166,15 +186,26 @@ def main(argv: list[str]) -> None:
             tune(configs)
         else:
             train_model(configs)
-    except (DataSourceError, FetchError, FolderInUseError, UnsupportedStrategyError,
-            NoReadableCheckpointError) as error:
+    except (
+        DataSourceError,
+        FetchError,
+        FolderInUseError,
+        UnsupportedStrategyError,
+        NoReadableCheckpointError,
+    ) as error:
         fail(str(error))
     except CheckpointMismatchError as error:
         import tensorflow as tf
 
         saved = os.path.join(configs.model_dir, "flags.txt")
-        fail(f"{error}" + (f"; the flags it was trained with are in {saved} (--flagfile={saved})"
-                           if tf.io.gfile.exists(saved) else ""))
+        fail(
+            f"{error}"
+            + (
+                f"; the flags it was trained with are in {saved} (--flagfile={saved})"
+                if tf.io.gfile.exists(saved)
+                else ""
+            )
+        )
     except TrainingDiverged as error:
         fail(str(error), exit_code=1)
     except Exception as error:  # a full disk, a file gone or unreadable: one line, not a traceback
@@ -184,8 +215,11 @@ def main(argv: list[str]) -> None:
         if problem is None:
             raise
         step = last_saved_step(configs.model_dir)
-        fail(f"{problem}. Free space or fix the file, then run the same command again: it resumes from "
-             + (f"its last checkpoint (step {step})" if step is not None else "the start"), exit_code=1)
+        fail(
+            f"{problem}. Free space or fix the file, then run the same command again: it resumes from "
+            + (f"its last checkpoint (step {step})" if step is not None else "the start"),
+            exit_code=1,
+        )
     finally:
         signal.signal(signal.SIGINT, previous_handler)
 

@@ -34,7 +34,8 @@ import shutil
 import socket
 import time
 import uuid
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from absl import logging
 
@@ -42,7 +43,7 @@ _TEMP_PREFIX = ".tmp-"
 _ASIDE_PREFIX = ".tmp-old-"  # a previous version moved aside while its replacement is swapped in
 _WRITER_LOCK = ".writer.lock"
 _FOLDER_LOCK = ".lock"
-_held_locks: dict[str, object] = {}  # temporary folder -> its lock file, held while this process lives
+_held_locks: dict[str, Any] = {}  # temporary folder -> its lock file, held while this process lives
 # A temporary folder with no lock file is left alone this long: its writer may be creating it.
 _UNLOCKED_GRACE_SECONDS = 300
 
@@ -101,7 +102,7 @@ def _upload(final: str, build: Callable[[str], None], replace: bool) -> str:
             gfile.rmtree(final)
         files = [(folder, name) for folder, _, names in os.walk(staged) for name in names]
         for folder, name in sorted(files, key=lambda entry: _copy_order(entry[1])):
-            target = final + folder[len(staged):]
+            target = final + folder[len(staged) :]
             gfile.makedirs(target)
             _put(os.path.join(folder, name), f"{target}/{name}")
     return final
@@ -175,7 +176,7 @@ def remove_abandoned_temporaries(parent: str, *, all_dead: bool = False) -> list
     `all_dead`: the caller holds `parent`'s `folder_lock`, so every temporary
     not of this process is abandoned, whatever its age.
     """
-    removed = []
+    removed: list[str] = []
     if not os.path.isdir(parent):
         return removed
     for entry in os.scandir(parent):
@@ -241,9 +242,14 @@ def _recover_aside(final: str) -> None:
     parent, name = os.path.split(final)
     if not os.path.isdir(parent):
         return
-    aside = sorted((entry.path for entry in os.scandir(parent)
-                    if entry.name.startswith(_ASIDE_PREFIX) and entry.name.endswith(f"-{name}")),
-                   key=os.path.getmtime)
+    aside = sorted(
+        (
+            entry.path
+            for entry in os.scandir(parent)
+            if entry.name.startswith(_ASIDE_PREFIX) and entry.name.endswith(f"-{name}")
+        ),
+        key=os.path.getmtime,
+    )
     if aside and not os.path.exists(final):
         os.rename(aside.pop(), final)
         logging.warning("Restored %s, which a killed run had moved aside while replacing it", final)
@@ -317,8 +323,11 @@ def folder_lock(folder: str) -> Iterator[None]:
     """
     if is_remote(folder):
         _gfile().makedirs(folder)
-        logging.warning("%s is not on a local disk: it cannot be locked, so a second run on it is not refused; "
-                        "start one run per folder", folder)
+        logging.warning(
+            "%s is not on a local disk: it cannot be locked, so a second run on it is not refused; "
+            "start one run per folder",
+            folder,
+        )
         yield
         return
     os.makedirs(folder, exist_ok=True)
@@ -333,7 +342,8 @@ def folder_lock(folder: str) -> Iterator[None]:
             stream.close()
             raise FolderInUseError(
                 f"'{folder}' is in use by {holder}; wait for that run to end, or give this one another "
-                "folder (`model_dir`)") from None
+                "folder (`model_dir`)"
+            ) from None
         try:  # the file we locked may have been removed by the previous holder's release
             same = os.fstat(stream.fileno()).st_ino == os.stat(path).st_ino
         except FileNotFoundError:

@@ -25,7 +25,6 @@ from absl import logging
 
 from compat.config import FEATURES, FeatureSpec  # noqa: F401  (FEATURES: re-exported)
 
-
 # Added before taking logs so silence maps to a finite floor, not -inf.
 LOG_OFFSET = 1e-6
 # A canonical WAV header: RIFF(12) + "fmt " chunk of 16 bytes (24) + "data" chunk header (8).
@@ -92,7 +91,7 @@ def _read_with_soundfile(path: str, sample_rate: int) -> np.ndarray:
 def _fallback_decoder(sample_rate: int, bad_files: BadFileLog | None):
     """Returns a numpy function path -> (waveform, ok) for `tf.numpy_function`."""
 
-    def decode(path: "bytes | np.ndarray") -> tuple[np.ndarray, bool]:
+    def decode(path: bytes | np.ndarray) -> tuple[np.ndarray, np.bool_]:
         name = np.asarray(path).item().decode()
         try:
             return _read_with_soundfile(name, sample_rate), np.bool_(True)
@@ -108,8 +107,14 @@ def _fallback_decoder(sample_rate: int, bad_files: BadFileLog | None):
 def _canonical_header() -> tuple[np.ndarray, np.ndarray]:
     """The bytes a canonical 16-bit PCM WAV header must have, and which of the 44 are fixed."""
     template, fixed = np.zeros(_CANONICAL_WAV_HEADER_BYTES, np.int32), np.zeros(_CANONICAL_WAV_HEADER_BYTES, bool)
-    for offset, value in [(0, b"RIFF"), (8, b"WAVEfmt "), (16, b"\x10\0\0\0"), (20, b"\x01\0"),
-                          (34, b"\x10\0"), (36, b"data")]:
+    for offset, value in [
+        (0, b"RIFF"),
+        (8, b"WAVEfmt "),
+        (16, b"\x10\0\0\0"),
+        (20, b"\x01\0"),
+        (34, b"\x10\0"),
+        (36, b"data"),
+    ]:
         template[offset : offset + len(value)] = list(value)
         fixed[offset : offset + len(value)] = True
     return template, fixed
@@ -128,8 +133,7 @@ def is_canonical_pcm16_wav(contents: tf.Tensor) -> tf.Tensor:
     do not say which file failed). One vector comparison: this runs per file.
     """
     size = tf.strings.length(contents)
-    header = tf.cast(tf.io.decode_raw(tf.strings.substr(contents, 0, _CANONICAL_WAV_HEADER_BYTES), tf.uint8),
-                     tf.int32)
+    header = tf.cast(tf.io.decode_raw(tf.strings.substr(contents, 0, _CANONICAL_WAV_HEADER_BYTES), tf.uint8), tf.int32)
     header = tf.pad(header, [[0, _CANONICAL_WAV_HEADER_BYTES - tf.shape(header)[0]]])  # short files
     matches = tf.reduce_all(tf.logical_or(tf.equal(header, _HEADER_TEMPLATE), ~_HEADER_FIXED))
     data_bytes = tf.reduce_sum(tf.cast(header[40:44], tf.int64) * [1, 1 << 8, 1 << 16, 1 << 24])
@@ -140,9 +144,7 @@ def is_canonical_pcm16_wav(contents: tf.Tensor) -> tf.Tensor:
     return tf.logical_and(matches, tf.logical_and(fits, whole_frames))
 
 
-def decode_audio(
-    path: tf.Tensor, sample_rate: int, bad_files: BadFileLog | None = None
-) -> tuple[tf.Tensor, tf.Tensor]:
+def decode_audio(path: tf.Tensor, sample_rate: int, bad_files: BadFileLog | None = None) -> tuple[tf.Tensor, tf.Tensor]:
     """Reads one file: returns (mono float32 waveform `[samples]` at `sample_rate`, ok).
 
     `ok` is False only for an unreadable file when `bad_files` is given (skip mode);
@@ -164,9 +166,7 @@ def decode_audio(
         )
 
     contents = tf.io.read_file(path)
-    return tf.cond(
-        is_canonical_pcm16_wav(contents), lambda: via_decode_wav(contents), via_soundfile
-    )
+    return tf.cond(is_canonical_pcm16_wav(contents), lambda: via_decode_wav(contents), via_soundfile)
 
 
 def fit_waveform(wave: tf.Tensor, length: int) -> tf.Tensor:

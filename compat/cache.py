@@ -10,7 +10,7 @@ are listed and removed with `list_entries`/`remove_entries` or
 `python -m compat.cache`.
 
 `Dataset.cache(filename)` alone serves partial or stale files and fails on a
-second concurrent writer (see ../shared/reference). Here the files are written
+second concurrent writer (TensorFlow's `CacheDatasetV2` lock file). Here the files are written
 into a private temporary folder while the first pass streams to the consumer;
 the writer holds an `flock` on a lock file inside that folder for as long as it
 lives (`compat.atomic`), and the entry is published by an atomic rename only
@@ -46,7 +46,7 @@ import re
 import shutil
 import time
 import zlib
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 from absl import logging
@@ -136,16 +136,24 @@ def _publish(temp: str, final: str, meta: dict) -> None:
                     os.link(source, target)
                 except OSError:  # a file system without hard links
                     shutil.copyfile(source, target)
-        meta["files"] = {name: _size_and_crc(os.path.join(folder, name)) for name in sorted(os.listdir(folder))
-                         if name.startswith(_SEGMENT_PREFIX)}
+        meta["files"] = {
+            name: _size_and_crc(os.path.join(folder, name))
+            for name in sorted(os.listdir(folder))
+            if name.startswith(_SEGMENT_PREFIX)
+        }
         meta["size_bytes"] = sum(size for size, _ in meta["files"].values())
         meta["segments"] = sum(1 for name in os.listdir(folder) if name.endswith(".index"))
         with open(os.path.join(folder, "meta.json"), "w") as stream:
             json.dump(meta, stream, indent=1, sort_keys=True)
 
     atomic.publish_folder(final, link_files)
-    logging.info("Dataset cache written: %s (%s split, %d examples, %.1f MB)", os.path.basename(final),
-                 meta.get("split", "?"), meta["examples"], meta["size_bytes"] / 1e6)
+    logging.info(
+        "Dataset cache written: %s (%s split, %d examples, %.1f MB)",
+        os.path.basename(final),
+        meta.get("split", "?"),
+        meta["examples"],
+        meta["size_bytes"] / 1e6,
+    )
 
 
 _SEGMENT_FILE = re.compile(r"^seg-(\d{6})\.(index|data-\d{5}-of-\d{5})$")
@@ -265,15 +273,17 @@ def read_segments(folder: str, element_spec, seed: int | None = None) -> tf.data
         # Segments are numbered from 0 without gaps; counted when iterated, not when built.
         count = tf.size(tf.io.matching_files(pattern), out_type=tf.int64)
         return tf.data.Dataset.range(count).map(
-            _plain(lambda i: tf.strings.join([prefix, tf.strings.as_string(i, width=6, fill="0")])))
+            _plain(lambda i: tf.strings.join([prefix, tf.strings.as_string(i, width=6, fill="0")]))
+        )
 
     prefixes = tf.data.Dataset.from_tensors(f"{prefix}*.index").flat_map(segment_names)
     read = _plain(lambda p: _read_segment(p, element_spec))
     if seed is None:
         return prefixes.interleave(read, cycle_length=1)
     prefixes = prefixes.shuffle(_MAX_SEGMENTS, seed=seed, reshuffle_each_iteration=True)
-    return prefixes.interleave(read, cycle_length=_REPLAY_CYCLE,
-                               block_length=1, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return prefixes.interleave(
+        read, cycle_length=_REPLAY_CYCLE, block_length=1, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -324,28 +334,37 @@ def through_disk_cache(
             entry = _read_entry(final)
             with contextlib.suppress(OSError):  # a read-only cache is still read
                 os.utime(os.path.join(final, "meta.json"))  # last use, for pruning
-            logging.info("Dataset cache hit: %s (%s split, %d examples, %.1f MB)", key,
-                         entry.description.get("split", "?"), entry.examples, entry.size_bytes / 1e6)
+            logging.info(
+                "Dataset cache hit: %s (%s split, %d examples, %.1f MB)",
+                key,
+                entry.description.get("split", "?"),
+                entry.examples,
+                entry.size_bytes / 1e6,
+            )
             return CachedSplit(None, final, entry.examples)
         if written_now:
-            raise OSError(f"the cache entry {final} was damaged as soon as it was written ({problem}): check the "
-                          "disk, or use `cache=memory` or `cache=none`")
-        logging.warning("Dataset cache entry %s is damaged (%s): discarding it and building it again", final,
-                        problem)
+            raise OSError(
+                f"the cache entry {final} was damaged as soon as it was written ({problem}): check the "
+                "disk, or use `cache=memory` or `cache=none`"
+            )
+        logging.warning("Dataset cache entry %s is damaged (%s): discarding it and building it again", final, problem)
         try:
             atomic.discard(final)
         except FileNotFoundError:  # another process discarded it first
             pass
         except OSError as error:  # a read-only cache: the caller goes on without it
-            raise CacheUnavailableError(f"the damaged cache entry {final} cannot be removed ({error}); remove it, "
-                                        "or set `cache_dir` to a writable folder") from error
+            raise CacheUnavailableError(
+                f"the damaged cache entry {final} cannot be removed ({error}); remove it, "
+                "or set `cache_dir` to a writable folder"
+            ) from error
 
     try:
         temp = atomic.make_temp_folder(final)
     except OSError as error:
         raise CacheUnavailableError(
             f"the cache folder {cache_dir} cannot be written ({error.strerror or error}); set `cache_dir` to a "
-            "writable folder, or `cache=memory` or `cache=none`") from error
+            "writable folder, or `cache=memory` or `cache=none`"
+        ) from error
     atexit.register(atomic.remove_own, temp)
     started = time.monotonic()
 
@@ -354,14 +373,20 @@ def through_disk_cache(
     def publish_once() -> None:
         if os.path.isdir(final):
             return
-        meta = {"format": FORMAT_VERSION, "created": time.time(),
-                "build_seconds": round(time.monotonic() - started, 3), **describe()}
+        meta = {
+            "format": FORMAT_VERSION,
+            "created": time.time(),
+            "build_seconds": round(time.monotonic() - started, 3),
+            **describe(),
+        }
         problem = _incomplete(temp, math.ceil(meta["elements"] / per_segment))
         if problem:  # a failed write (a full disk) can look like the end of a segment to the pass
             logging.warning("Dataset cache entry %s not published: %s", key, problem)
             # Stops the pass: its later epochs would replay the segments that were written, a part of the split.
-            raise OSError(f"the dataset cache entry {key} ({split} split) was not written whole ({problem}); a "
-                          "write failed, e.g. on a full disk. Free space, or use `cache=none`")
+            raise OSError(
+                f"the dataset cache entry {key} ({split} split) was not written whole ({problem}); a "
+                "write failed, e.g. on a full disk. Free space, or use `cache=none`"
+            )
         _publish(temp, final, meta)
 
     written = _write_segments(build(), temp, per_segment)
@@ -375,8 +400,9 @@ def through_disk_cache(
         written.reduce(0, lambda count, _: count)
     except tf.errors.OpError as error:  # a write failed (a full disk): this split goes on without the cache
         atomic.remove_own(temp)
-        raise CacheUnavailableError(f"the {split} split could not be cached in {cache_dir}: "
-                                    f"{str(error).strip().splitlines()[0]}") from error
+        raise CacheUnavailableError(
+            f"the {split} split could not be cached in {cache_dir}: {str(error).strip().splitlines()[0]}"
+        ) from error
     atomic.remove_own(temp)  # published as hard links (or copies): the temporary files are spare
     return through_disk_cache(cache_dir, key, build, elements, describe, complete_now, written_now=True, split=split)
 
@@ -430,10 +456,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         entries = remove_entries(args.cache_dir, args.key, seconds)
     for entry in entries:
         used = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.last_used))
-        print(f"{entry.key}  {entry.examples:7d} ex  {entry.size_bytes / 1e6:8.1f} MB  used {used}  "
-              f"{json.dumps(entry.description, sort_keys=True)}")
-    print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} {'listed' if args.command == 'list' else 'removed'}"
-          f" in {_entries_dir(args.cache_dir)}")
+        print(
+            f"{entry.key}  {entry.examples:7d} ex  {entry.size_bytes / 1e6:8.1f} MB  used {used}  "
+            f"{json.dumps(entry.description, sort_keys=True)}"
+        )
+    print(
+        f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} {'listed' if args.command == 'list' else 'removed'}"
+        f" in {_entries_dir(args.cache_dir)}"
+    )
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ written whole (`compat.atomic`).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -24,8 +24,14 @@ def _save(figure, path: str) -> None:
     atomic.write_file(path, lambda temp: figure.savefig(temp, format="png"))
 
 
-def pareto_png(path: str, speeds: Sequence[float], scores: Sequence[float], labels: Sequence[str],
-               front: Sequence[int], score_name: str) -> None:
+def pareto_png(
+    path: str,
+    speeds: Sequence[float],
+    scores: Sequence[float],
+    labels: Sequence[str],
+    front: Sequence[int],
+    score_name: str,
+) -> None:
     """Each trial's score against its training examples/s; the trials at indices `front` joined, fastest first."""
     figure = _figure((6, 4))
     axes = figure.add_subplot()
@@ -53,6 +59,13 @@ def confusion_png(path: str, matrix: np.ndarray, class_names: Sequence[str]) -> 
     threshold = matrix.max() / 2 if matrix.size else 0
     for (row, column), count in np.ndenumerate(matrix):
         if count:
-            axes.text(column, row, int(count), ha="center", va="center", fontsize=7,
-                      color="white" if count > threshold else "black")
+            axes.text(
+                column,
+                row,
+                int(count),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if count > threshold else "black",
+            )
     _save(figure, path)

@@ -10,7 +10,7 @@ does the run stop, naming them all.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 from absl import logging
@@ -42,21 +42,27 @@ def restore_newest_readable(paths_newest_first: Sequence[str], restore: Callable
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise CheckpointMismatchError(
                 f"the checkpoint {path} was written by a different model ({reason}); build the model it was "
-                "trained with, or start in a new model folder") from error
+                "trained with, or start in a new model folder"
+            ) from error
         # TensorFlow reports a truncated file as an OpError or, from its checkpoint reader, an IndexError.
         except (tf.errors.OpError, IndexError) as error:  # a checkpoint of another model is raised as it is
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             failures.append((path, f"{type(error).__name__}: {reason}"))
             continue
         if failures:
-            logging.warning("Checkpoint %s cannot be read (%s); restored the previous one, %s, instead",
-                            failures[0][0], failures[0][1], path)
+            logging.warning(
+                "Checkpoint %s cannot be read (%s); restored the previous one, %s, instead",
+                failures[0][0],
+                failures[0][1],
+                path,
+            )
         return path
     if failures:
         raise NoReadableCheckpointError(
             "no checkpoint in the model folder can be read: "
             + "; ".join(f"{path} ({reason})" for path, reason in failures)
-            + ". Restore the folder from a backup, or start again with a new `model_dir`")
+            + ". Restore the folder from a backup, or start again with a new `model_dir`"
+        )
     return None
 
 

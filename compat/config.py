@@ -1,8 +1,9 @@
 """The frozen configurations of a run, importable without TensorFlow.
 
 One dataclass per concern: `PipelineConfig` (the Dataset builder),
-`TrainConfig` (steps, schedule, checkpoints), `TuneConfig` (the search);
-`models.ModelConfig` holds the architecture. `flags.py` defines one flag per
+`TrainConfig` (steps, schedule, checkpoints), `DistributionConfig` (the
+strategy and cluster), `TuneConfig` (the search); `models.ModelConfig` holds
+the architecture. `flags.py` defines one flag per
 field, with the field's default, so a flag and its config cannot disagree; and
 since nothing here imports TensorFlow, `train.py --help` answers at once.
 
@@ -15,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 AUTOTUNE = -1  # tf.data.AUTOTUNE, without importing TensorFlow
 CACHE_MODES = ("none", "memory", "disk")
@@ -128,14 +130,18 @@ class PipelineConfig:
         require(self.sample_rate > 0 and self.clip_seconds > 0, "sample_rate and clip_seconds must be > 0")
         require(self.batch_size > 0, f"batch_size must be > 0, got {self.batch_size}")
         require(self.shuffle_buffer > 0, f"shuffle_buffer must be > 0, got {self.shuffle_buffer}")
-        require(0 < self.frame_step_ms <= self.frame_length_ms,
-                f"need 0 < frame_step_ms <= frame_length_ms, got {self.frame_step_ms} and {self.frame_length_ms}")
+        require(
+            0 < self.frame_step_ms <= self.frame_length_ms,
+            f"need 0 < frame_step_ms <= frame_length_ms, got {self.frame_step_ms} and {self.frame_length_ms}",
+        )
         require(
             self.frame_length_ms / 1000 <= self.clip_seconds,
             f"frame_length_ms {self.frame_length_ms} is longer than the clip ({self.clip_seconds} s)",
         )
-        require(self.n_mels > 0 and 0 < self.n_mfcc <= self.n_mels,
-                f"need 0 < n_mfcc <= n_mels, got n_mfcc {self.n_mfcc} and n_mels {self.n_mels}")
+        require(
+            self.n_mels > 0 and 0 < self.n_mfcc <= self.n_mels,
+            f"need 0 < n_mfcc <= n_mels, got n_mfcc {self.n_mfcc} and n_mels {self.n_mels}",
+        )
         require(
             0 <= self.eval_fraction and 0 <= self.test_fraction and self.eval_fraction + self.test_fraction < 1,
             "eval_fraction and test_fraction must be >= 0 and sum to < 1",
@@ -144,14 +150,20 @@ class PipelineConfig:
             0 <= self.time_shift_ms <= self.crop_margin_ms,
             f"time_shift_ms {self.time_shift_ms} must be between 0 and crop_margin_ms {self.crop_margin_ms}",
         )
-        require(self.fmax is None or self.fmin < self.fmax <= self.sample_rate / 2,
-                f"need fmin < fmax <= sample_rate / 2, got fmin {self.fmin}, fmax {self.fmax}")
+        require(
+            self.fmax is None or self.fmin < self.fmax <= self.sample_rate / 2,
+            f"need fmin < fmax <= sample_rate / 2, got fmin {self.fmin}, fmax {self.fmax}",
+        )
         require(0 <= self.seed < 2**31, f"seed must be between 0 and 2**31 - 1, got {self.seed}")
-        require(self.data_service is None or re.fullmatch(r"grpc://[^:/]+:\d+", self.data_service) is not None,
-                f"data_service '{self.data_service}' must be grpc://HOST:PORT, a tf.data service dispatcher")
-        require(not (self.data_service and self.skip_bad_files),
-                "data_service and skip_bad_files do not go together: skipping is recorded in this process, and "
-                "the service's workers decode in theirs. Clean the data first, or train without the service")
+        require(
+            self.data_service is None or re.fullmatch(r"grpc://[^:/]+:\d+", self.data_service) is not None,
+            f"data_service '{self.data_service}' must be grpc://HOST:PORT, a tf.data service dispatcher",
+        )
+        require(
+            not (self.data_service and self.skip_bad_files),
+            "data_service and skip_bad_files do not go together: skipping is recorded in this process, and "
+            "the service's workers decode in theirs. Clean the data first, or train without the service",
+        )
         for name in ("num_parallel_calls", "prefetch"):
             value = getattr(self, name)
             require(value == AUTOTUNE or value > 0, f"{name} must be > 0 or AUTOTUNE (-1), got {value}")
@@ -208,19 +220,25 @@ class TrainConfig:
             _require("TrainConfig", ok, message)
 
         require(self.dtype in DTYPES, f"dtype '{self.dtype}' must be one of {DTYPES}")
-        require(self.profile_steps is None or (len(self.profile_steps) == 2
-                                               and 1 <= self.profile_steps[0] <= self.profile_steps[1]),
-                f"profile_steps {self.profile_steps} must be FIRST,LAST with 1 <= FIRST <= LAST")
+        require(
+            self.profile_steps is None
+            or (len(self.profile_steps) == 2 and 1 <= self.profile_steps[0] <= self.profile_steps[1]),
+            f"profile_steps {self.profile_steps} must be FIRST,LAST with 1 <= FIRST <= LAST",
+        )
 
         require(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")
         require(self.log_every_steps >= 1, f"log_every_steps must be >= 1, got {self.log_every_steps}")
         require(self.max_steps is None or self.max_steps >= 1, f"max_steps must be >= 1, got {self.max_steps}")
         require(self.learning_rate > 0, f"learning_rate must be > 0, got {self.learning_rate}")
-        require(self.eval_every_steps is None or self.eval_every_steps >= 1,
-                f"eval_every_steps must be >= 1, got {self.eval_every_steps}")
+        require(
+            self.eval_every_steps is None or self.eval_every_steps >= 1,
+            f"eval_every_steps must be >= 1, got {self.eval_every_steps}",
+        )
         require(self.keep_checkpoints >= 1, f"keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
-        require(self.steps_per_execution >= 0,
-                f"steps_per_execution must be >= 0 (0: automatic), got {self.steps_per_execution}")
+        require(
+            self.steps_per_execution >= 0,
+            f"steps_per_execution must be >= 0 (0: automatic), got {self.steps_per_execution}",
+        )
 
 
 STRATEGIES = ("off", "mirrored", "multi_worker_mirrored", "parameter_server")
@@ -234,8 +252,11 @@ class DistributionConfig:
     num_gpus: int = 0  # mirrored: GPUs to mirror on; 0 mirrors on the CPU
 
     def __post_init__(self) -> None:
-        _require("DistributionConfig", self.distribution_strategy in STRATEGIES,
-                 f"distribution_strategy '{self.distribution_strategy}' must be one of {STRATEGIES}")
+        _require(
+            "DistributionConfig",
+            self.distribution_strategy in STRATEGIES,
+            f"distribution_strategy '{self.distribution_strategy}' must be one of {STRATEGIES}",
+        )
         _require("DistributionConfig", self.num_gpus >= 0, f"num_gpus must be >= 0, got {self.num_gpus}")
 
 
@@ -253,8 +274,11 @@ class TuneConfig:
 
     def __post_init__(self) -> None:
         _require("TuneConfig", self.tuner in TUNERS, f"tuner '{self.tuner}' must be one of {TUNERS}")
-        _require("TuneConfig", self.objective.partition(":")[2] in ("", "min", "max"),
-                 f"objective '{self.objective}' must be NAME, NAME:min or NAME:max")
+        _require(
+            "TuneConfig",
+            self.objective.partition(":")[2] in ("", "min", "max"),
+            f"objective '{self.objective}' must be NAME, NAME:min or NAME:max",
+        )
 
 
 def replace_fields(config: Any, values: Mapping[str, Any], renames: Mapping[str, str] | None = None) -> Any:
@@ -266,6 +290,5 @@ def replace_fields(config: Any, values: Mapping[str, Any], renames: Mapping[str,
     """
     renames = renames or {}
     fields = {field.name for field in dataclasses.fields(config)}
-    changes = {renames.get(name, name): value for name, value in values.items()
-               if renames.get(name, name) in fields}
+    changes = {renames.get(name, name): value for name, value in values.items() if renames.get(name, name) in fields}
     return dataclasses.replace(config, **changes)

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Callable, Union
+from collections.abc import Callable
+from typing import Any, Union
 
 import tensorflow as tf
 from absl import logging
@@ -42,8 +43,17 @@ from compat import audio, cache
 from compat.config import AUTOTUNE, CACHE_MODES, PipelineConfig
 from compat.sources import DataSource, FileTable, SourceIndex, build_index
 
-__all__ = ["AUTOTUNE", "CACHE_MODES", "PipelineConfig", "build_dataset", "class_names", "feature_shape",
-           "index", "make_input_fn", "split_size"]
+__all__ = [
+    "AUTOTUNE",
+    "CACHE_MODES",
+    "PipelineConfig",
+    "build_dataset",
+    "class_names",
+    "feature_shape",
+    "index",
+    "make_input_fn",
+    "split_size",
+]
 
 # A source as the public functions take it: a spec string or path, a DataSource, or a run's index.
 Source = Union[str, "os.PathLike[str]", DataSource, SourceIndex]
@@ -63,8 +73,7 @@ def index(source: Source, config: PipelineConfig = PipelineConfig()) -> SourceIn
     """
     if isinstance(source, SourceIndex):
         return source
-    return build_index(DataSource.parse(source), config.resolved_cache_dir, config.eval_fraction,
-                       config.test_fraction)
+    return build_index(DataSource.parse(source), config.resolved_cache_dir, config.eval_fraction, config.test_fraction)
 
 
 def class_names(source: Source, config: PipelineConfig = PipelineConfig()) -> tuple[str, ...]:
@@ -198,8 +207,14 @@ def examples(table: FileTable, config: PipelineConfig, split: str, training: boo
         if skipped:
             logging.warning("While caching the %s split: %s", split, bad_files.summary())
         examples = len(table) - skipped
-        return {"examples": examples, "elements": -(-examples // _CHUNK), "split": split, "files": len(table),
-                "skipped_files": skipped, "feature": config.feature}
+        return {
+            "examples": examples,
+            "elements": -(-examples // _CHUNK),
+            "split": split,
+            "files": len(table),
+            "skipped_files": skipped,
+            "feature": config.feature,
+        }
 
     try:
         split_cache = cache.through_disk_cache(
@@ -238,14 +253,16 @@ def through_data_service(chunks: tf.data.Dataset, config: PipelineConfig) -> tf.
     run with TensorFlow's error, since no Python function can be sent to them.
     """
     logging.info("Training input from the tf.data service at %s (distributed_epoch)", config.data_service)
-    return chunks.repeat().apply(tf.data.experimental.service.distribute(
-        processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=config.data_service))
+    return chunks.repeat().apply(
+        tf.data.experimental.service.distribute(
+            processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=config.data_service
+        )
+    )
 
 
 def batch_examples(examples: tf.data.Dataset, config: PipelineConfig, batch_size: int) -> tf.data.Dataset:
     """Stage 5: batch."""
-    return examples.batch(batch_size, num_parallel_calls=config.num_parallel_calls,
-                          deterministic=config.deterministic)
+    return examples.batch(batch_size, num_parallel_calls=config.num_parallel_calls, deterministic=config.deterministic)
 
 
 def augment(batches: tf.data.Dataset, config: PipelineConfig) -> tf.data.Dataset:
@@ -350,13 +367,20 @@ def make_input_fn(
         del config
         batch_size = (params or {}).get("batch_size")
         chosen_split = "predict" if mode == "infer" else split
-        shard = None if input_context is None else (input_context.num_input_pipelines,
-                                                    input_context.input_pipeline_id,
-                                                    input_context.num_replicas_in_sync)
+        shard = (
+            None
+            if input_context is None
+            else (
+                input_context.num_input_pipelines,
+                input_context.input_pipeline_id,
+                input_context.num_replicas_in_sync,
+            )
+        )
         key = (chosen_split, batch_size, shard)
         if key not in built:
-            built[key] = build_dataset(source, pipeline_config, chosen_split, input_context=input_context,
-                                       batch_size=batch_size)
+            built[key] = build_dataset(
+                source, pipeline_config, chosen_split, input_context=input_context, batch_size=batch_size
+            )
         return built[key]
 
     return input_fn

@@ -33,14 +33,16 @@ _ROLES = ("dispatcher", "worker")
 
 def _define_flags() -> None:
     # Defined only when this module is the program: train.py's flags stay its own.
-    flags.DEFINE_integer("port", 0, "Port to serve on; 0 picks a free one (printed).", lower_bound=0,
-                         upper_bound=65535)
+    flags.DEFINE_integer("port", 0, "Port to serve on; 0 picks a free one (printed).", lower_bound=0, upper_bound=65535)
     flags.DEFINE_string("host", "127.0.0.1", "Address this server gives to others (trainers, the dispatcher).")
     flags.DEFINE_string("dispatcher_address", None, "worker: the dispatcher's HOST:PORT.")
     flags.DEFINE_string("work_dir", None, "dispatcher: a folder to journal its state in, for fault tolerance.")
-    flags.DEFINE_integer("worker_timeout_ms", 10_000,
-                         "dispatcher: a worker silent this long is taken for dead and its work moves on.",
-                         lower_bound=100)
+    flags.DEFINE_integer(
+        "worker_timeout_ms",
+        10_000,
+        "dispatcher: a worker silent this long is taken for dead and its work moves on.",
+        lower_bound=100,
+    )
 
 
 def start_dispatcher(port: int = 0, work_dir: str | None = None, worker_timeout_ms: int = 10_000):
@@ -48,8 +50,11 @@ def start_dispatcher(port: int = 0, work_dir: str | None = None, worker_timeout_
     import tensorflow as tf
 
     service = tf.data.experimental.service
-    return service.DispatchServer(service.DispatcherConfig(
-        port=port, work_dir=work_dir, fault_tolerant_mode=bool(work_dir), worker_timeout_ms=worker_timeout_ms))
+    return service.DispatchServer(
+        service.DispatcherConfig(
+            port=port, work_dir=work_dir, fault_tolerant_mode=bool(work_dir), worker_timeout_ms=worker_timeout_ms
+        )
+    )
 
 
 def start_worker(dispatcher_address: str, port: int = 0, host: str = "127.0.0.1"):
@@ -57,9 +62,11 @@ def start_worker(dispatcher_address: str, port: int = 0, host: str = "127.0.0.1"
     import tensorflow as tf
 
     service = tf.data.experimental.service
-    return service.WorkerServer(service.WorkerConfig(
-        dispatcher_address=dispatcher_address.removeprefix("grpc://"), worker_address=f"{host}:%port%",
-        port=port))
+    return service.WorkerServer(
+        service.WorkerConfig(
+            dispatcher_address=dispatcher_address.removeprefix("grpc://"), worker_address=f"{host}:%port%", port=port
+        )
+    )
 
 
 def _free_port(host: str) -> int:
@@ -84,9 +91,12 @@ def main(argv: list[str]) -> None:
         server = start_worker(flag_values.dispatcher_address, port, flag_values.host)
     print(f"{role} listening on {flag_values.host}:{port}", flush=True)
     # Said at every start: the one exception to this project's servers binding 127.0.0.1 by default.
-    print(f"{role}: TensorFlow's tf.data service servers accept connections on every network interface (they have "
-          f"no bind-address setting): keep port {port} behind a firewall on a shared network", file=sys.stderr,
-          flush=True)
+    print(
+        f"{role}: TensorFlow's tf.data service servers accept connections on every network interface (they have "
+        f"no bind-address setting): keep port {port} behind a firewall on a shared network",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         server.join()
     except KeyboardInterrupt:

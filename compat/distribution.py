@@ -32,8 +32,10 @@ def make_strategy(name: str, num_gpus: int = 0) -> tf.distribute.Strategy | None
     if name == "mirrored":
         gpus = [device.name for device in tf.config.list_logical_devices("GPU")]
         if num_gpus > len(gpus):
-            raise UnsupportedStrategyError(f"`num_gpus={num_gpus}` but {len(gpus)} GPU(s) are visible; lower "
-                                           "`num_gpus`, or `num_gpus=0` to mirror on the CPU")
+            raise UnsupportedStrategyError(
+                f"`num_gpus={num_gpus}` but {len(gpus)} GPU(s) are visible; lower "
+                "`num_gpus`, or `num_gpus=0` to mirror on the CPU"
+            )
         return tf.distribute.MirroredStrategy(gpus[:num_gpus] if num_gpus else ["/cpu:0"])
     if name == "multi_worker_mirrored":
         return tf.distribute.MultiWorkerMirroredStrategy()
@@ -41,7 +43,8 @@ def make_strategy(name: str, num_gpus: int = 0) -> tf.distribute.Strategy | None
         raise UnsupportedStrategyError(
             "`distribution_strategy=parameter_server` is not run by this toolkit: Keras 3 cannot train under "
             "ParameterServerStrategy, and its engines run synchronous replicas only. Use mirrored (one host) or "
-            "multi_worker_mirrored (a TF_CONFIG cluster of a chief, workers and an evaluator, `mode=estimator`)")
+            "multi_worker_mirrored (a TF_CONFIG cluster of a chief, workers and an evaluator, `mode=estimator`)"
+        )
     raise UnsupportedStrategyError(f"unknown `distribution_strategy` '{name}'; use one of {', '.join(STRATEGIES)}")
 
 
@@ -55,8 +58,11 @@ def is_multi_worker(strategy: tf.distribute.Strategy | None) -> bool:
     return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
 
-_RUN_BY_THE_KERAS_ENGINE = (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy,
-                            tf.distribute.OneDeviceStrategy)
+_RUN_BY_THE_KERAS_ENGINE = (
+    tf.distribute.MirroredStrategy,
+    tf.distribute.MultiWorkerMirroredStrategy,
+    tf.distribute.OneDeviceStrategy,
+)
 
 
 def checked_strategy(strategy) -> tf.distribute.Strategy | None:
@@ -66,7 +72,8 @@ def checked_strategy(strategy) -> tf.distribute.Strategy | None:
     raise UnsupportedStrategyError(
         f"RunConfig(train_distribute={type(strategy).__name__}) is not run by compat.estimator: a model_to_estimator "
         "Estimator runs MirroredStrategy (one host), MultiWorkerMirroredStrategy (a TF_CONFIG cluster) and "
-        "OneDeviceStrategy")
+        "OneDeviceStrategy"
+    )
 
 
 def is_chief_task() -> bool:
@@ -98,8 +105,10 @@ def check_cluster(mode: str) -> None:
         raise UnsupportedStrategyError(
             "TF_CONFIG names ps tasks: parameter-server training is not run by this toolkit. The cluster shapes "
             "that run (`mode=estimator` with `distribution_strategy=multi_worker_mirrored`): a chief, workers and an "
-            "evaluator; or a chief and an evaluator")
+            "evaluator; or a chief and an evaluator"
+        )
     if mode != "estimator" and set(cluster) - {"chief"}:
         raise UnsupportedStrategyError(
             f"TF_CONFIG names a cluster ({', '.join(sorted(cluster))}), but `mode={mode}` runs on one machine: "
-            "run every task with `mode=estimator`, or unset TF_CONFIG")
+            "run every task with `mode=estimator`, or unset TF_CONFIG"
+        )

@@ -36,18 +36,28 @@ def train_and_evaluate(run: Run) -> dict | None:
     """Trains (or resumes) in the run's folder with compat.estimator; returns the metrics (None on a
     cluster task other than the chief: the chief writes them)."""
     plan = run.plan
-    run_config = estimator.RunConfig(save_checkpoints_steps=plan.period, keep_checkpoint_max=run.train.keep_checkpoints,
-                                     tf_random_seed=run.train.seed, save_summary_steps=run.train.log_every_steps,
-                                     log_step_count_steps=run.train.log_every_steps, train_distribute=run.strategy)
+    run_config = estimator.RunConfig(
+        save_checkpoints_steps=plan.period,
+        keep_checkpoint_max=run.train.keep_checkpoints,
+        tf_random_seed=run.train.seed,
+        save_summary_steps=run.train.log_every_steps,
+        log_step_count_steps=run.train.log_every_steps,
+        train_distribute=run.strategy,
+    )
     est = estimator.model_to_estimator(keras_model=run.build_model(), model_dir=run.model_dir, config=run_config)
     start_step = last_saved_step(run.model_dir) or 0
     # The last model, and the one with the lowest validation loss so far (TF 2.15's BestExporter, one kept).
-    exporters = [estimator.FinalExporter("final"), estimator.BestExporter("best", exports_to_keep=1)] \
-        if run.train.export else []
+    exporters = (
+        [estimator.FinalExporter("final"), estimator.BestExporter("best", exports_to_keep=1)]
+        if run.train.export
+        else []
+    )
     train_started = time.perf_counter()
-    estimator.train_and_evaluate(est, estimator.TrainSpec(run.input_fn("train"), max_steps=plan.max_steps),
-                                 estimator.EvalSpec(run.input_fn("eval"), steps=None, throttle_secs=0,
-                                                    exporters=exporters))
+    estimator.train_and_evaluate(
+        est,
+        estimator.TrainSpec(run.input_fn("train"), max_steps=plan.max_steps),
+        estimator.EvalSpec(run.input_fn("eval"), steps=None, throttle_secs=0, exporters=exporters),
+    )
     train_seconds = time.perf_counter() - train_started
     if not run_config.is_chief:
         return None
@@ -66,11 +76,13 @@ def train_and_evaluate(run: Run) -> dict | None:
         step, scores = min(evaluations.items(), key=lambda item: item[1].get("loss", float("inf")))
         extra["best"] = {"step": int(step), "val_loss": scores.get("loss"), "val_accuracy": scores.get("accuracy")}
     features, labels = run.test_examples()
-    predictions = est.predict(lambda: tf.data.Dataset.from_tensor_slices(features).batch(run.pipeline.batch_size),
-                              yield_single_examples=False)
+    predictions = est.predict(
+        lambda: tf.data.Dataset.from_tensor_slices(features).batch(run.pipeline.batch_size), yield_single_examples=False
+    )
     predicted = np.concatenate([np.argmax(next(iter(batch.values())), axis=-1) for batch in predictions])
-    return run.write_metrics(test, int(test["global_step"]), start_step, train_seconds,
-                             **run.confusion(labels, predicted), **extra)
+    return run.write_metrics(
+        test, int(test["global_step"]), start_step, train_seconds, **run.confusion(labels, predicted), **extra
+    )
 
 
 def _write_history(path: str, evaluations: dict) -> None:

@@ -40,8 +40,10 @@ def export_keras_model(model: keras.Model, model_dir: str, sample: dict, toleran
         # magnitude 10-20 differ in the fifth significant digit (1.4e-4 seen after a resumed run).
         limit = tolerance * max(1.0, float(np.max(np.abs(expected))))
         if not difference <= limit:
-            raise ExportMismatchError(f"the SavedModel exported from {model_dir} disagrees with the model by "
-                                      f"{difference} (> {limit:.2g}); the previous export was kept")
+            raise ExportMismatchError(
+                f"the SavedModel exported from {model_dir} disagrees with the model by "
+                f"{difference} (> {limit:.2g}); the previous export was kept"
+            )
 
     atomic.replace_folder(os.path.join(model_dir, "saved_model"), export_and_check)
     return difference

@@ -50,8 +50,10 @@ def _download(url: str, target: str, timeout: float, max_bytes: int) -> None:
             while chunk := response.read(_CHUNK):
                 received += len(chunk)
                 if received > max_bytes:
-                    raise FetchError(f"the download from {url} passed {max_bytes:,} bytes, more than the archive "
-                                     "it should be; stopped, nothing was kept. Check the address")
+                    raise FetchError(
+                        f"the download from {url} passed {max_bytes:,} bytes, more than the archive "
+                        "it should be; stopped, nothing was kept. Check the address"
+                    )
                 out.write(chunk)
     except (urllib.error.URLError, OSError) as error:
         raise FetchError(
@@ -100,8 +102,10 @@ def fetch_fsdd(
             try:
                 _unpack(archive, unpacked)
             except tarfile.FilterError as error:
-                raise FetchError(f"the archive from {url} has an unsafe member ({error}); nothing was unpacked "
-                                 "outside its folder and nothing was kept") from error
+                raise FetchError(
+                    f"the archive from {url} has an unsafe member ({error}); nothing was unpacked "
+                    "outside its folder and nothing was kept"
+                ) from error
             except (shutil.ReadError, tarfile.TarError, EOFError, ValueError, OSError) as error:
                 raise FetchError(f"the archive from {url} cannot be unpacked: {error}") from error
             recordings = _find_recordings(unpacked)

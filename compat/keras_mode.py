@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from compat import atomic
+from compat import atomic, summaries
 from compat.checkpoints import restore_newest_readable
 from compat.exports import export_keras_model
 from compat.run import NanGuard, Run, TrainingClock
@@ -45,8 +45,9 @@ class _TensorBoard(keras.callbacks.Callback):
     multiple of `every` is logged at the first call that reaches it.
     """
 
-    def __init__(self, log_dir: str, every: int, batch_size: int, steps_per_call: int,
-                 profile: tuple[int, int] | None) -> None:
+    def __init__(
+        self, log_dir: str, every: int, batch_size: int, steps_per_call: int, profile: tuple[int, int] | None
+    ) -> None:
         super().__init__()
         self.train_dir, self.every, self.batch_size = os.path.join(log_dir, "train"), every, batch_size
         self.steps_per_call, self.profile = steps_per_call, profile
@@ -76,12 +77,14 @@ class _TensorBoard(keras.callbacks.Callback):
             return
         now = time.monotonic()
         steps_per_second = (step - self._logged) / max(now - self._since, 1e-9)
-        with self.train_writer.as_default(step=step):
-            for name, value in (logs or {}).items():
-                tf.summary.scalar(name, float(value))
-            tf.summary.scalar("learning_rate", float(self.model.optimizer.learning_rate))
-            tf.summary.scalar("global_step/sec", steps_per_second)
-            tf.summary.scalar("examples_per_second", steps_per_second * self.batch_size)
+        summaries.write_training_scalars(
+            self.train_writer,
+            step,
+            logs,
+            summaries.learning_rate_value(self.model.optimizer),
+            steps_per_second,
+            steps_per_second * self.batch_size,
+        )
         self._logged, self._since = step, now
 
     def on_test_begin(self, logs=None):
@@ -89,9 +92,7 @@ class _TensorBoard(keras.callbacks.Callback):
 
     def on_test_end(self, logs=None):
         self._since += time.monotonic() - self._test_started  # rates count training time only
-        with self.eval_writer.as_default(step=self._step()):
-            for name, value in (logs or {}).items():
-                tf.summary.scalar(name, float(value))
+        summaries.write_training_scalars(self.eval_writer, self._step(), logs)
 
     def on_train_end(self, logs=None):
         if self._profiling:
@@ -142,8 +143,11 @@ class _KeepBest(keras.callbacks.Callback):
         loss = (logs or {}).get("val_loss")
         if loss is None or not loss < (self.best or {}).get("val_loss", float("inf")):
             return
-        best = {"step": int(self.model.optimizer.iterations.numpy()), "val_loss": float(loss),
-                "val_accuracy": float(logs.get("val_accuracy", float("nan")))}
+        best = {
+            "step": int(self.model.optimizer.iterations.numpy()),
+            "val_loss": float(loss),
+            "val_accuracy": float(logs.get("val_accuracy", float("nan"))),
+        }
 
         def write(folder: str) -> None:
             tf.train.Checkpoint(model=self.model).write(os.path.join(folder, "weights"))
@@ -170,10 +174,12 @@ def train_and_evaluate(run: Run) -> dict:
     with run.scope():  # optimizer slots beside their (mirrored) variables
         model.optimizer.build(model.trainable_variables)
     checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
-    manager = tf.train.CheckpointManager(checkpoint, run.path("checkpoints"),
-                                         max_to_keep=run.train.keep_checkpoints, checkpoint_name="ckpt")
-    restored = restore_newest_readable(list(reversed(manager.checkpoints)),
-                                       lambda path: checkpoint.restore(path).assert_existing_objects_matched())
+    manager = tf.train.CheckpointManager(
+        checkpoint, run.path("checkpoints"), max_to_keep=run.train.keep_checkpoints, checkpoint_name="ckpt"
+    )
+    restored = restore_newest_readable(
+        list(reversed(manager.checkpoints)), lambda path: checkpoint.restore(path).assert_existing_objects_matched()
+    )
     if restored:
         logging.info("Resuming from %s", restored)
     start_step = int(model.optimizer.iterations.numpy())
@@ -191,12 +197,21 @@ def train_and_evaluate(run: Run) -> dict:
             initial_epoch=start_step // plan.period,
             validation_data=run.dataset("eval"),
             shuffle=False,  # the builder shuffles; Keras would only warn that it cannot
-            callbacks=[nan_guard, clock, _Checkpoint(manager, nan_guard),
-                       _KeepBest(run.path("best", "weights")),
-                       _TensorBoard(run.path("logs"), run.train.log_every_steps, run.pipeline.batch_size,
-                                    plan.steps_per_execution(run.train.steps_per_execution), run.train.profile_steps),
-                       # one row per evaluation period ("epoch"); a resumed run appends
-                       _CSVLogger(run.path("history.csv"), append=True)],
+            callbacks=[
+                nan_guard,
+                clock,
+                _Checkpoint(manager, nan_guard),
+                _KeepBest(run.path("best", "weights")),
+                _TensorBoard(
+                    run.path("logs"),
+                    run.train.log_every_steps,
+                    run.pipeline.batch_size,
+                    plan.steps_per_execution(run.train.steps_per_execution),
+                    run.train.profile_steps,
+                ),
+                # one row per evaluation period ("epoch"); a resumed run appends
+                _CSVLogger(run.path("history.csv"), append=True),
+            ],
             verbose=1 if sys.stdout.isatty() else 2,
         )
     else:
@@ -211,8 +226,9 @@ def train_and_evaluate(run: Run) -> dict:
     if best is not None:  # the best period's weights, evaluated and exported beside the last
         best_model = run.build_model()
         # The model's weights must all match; the optimizer's slots, also in the file, are not needed here.
-        tf.train.Checkpoint(model=best_model).read(run.path("best", "weights", "weights")).expect_partial() \
-            .assert_existing_objects_matched()
+        tf.train.Checkpoint(model=best_model).read(
+            run.path("best", "weights", "weights")
+        ).expect_partial().assert_existing_objects_matched()
         best["test_accuracy"] = float(best_model.evaluate(test_dataset, return_dict=True, verbose=0)["accuracy"])
         extra["best"] = best
     if run.train.export:
@@ -220,5 +236,6 @@ def train_and_evaluate(run: Run) -> dict:
         extra["export_max_abs_difference"] = export_keras_model(model, run.model_dir, sample)
         if best is not None:
             export_keras_model(best_model, run.path("best"), sample)
-    return run.write_metrics(test, int(model.optimizer.iterations.numpy()), start_step, clock.train_seconds,
-                             **extra)
+    # what the run computed with, as Keras applied it (not as the flags asked)
+    extra["compute"] = {"dtype_policy": model.dtype_policy.name, "jit_compile": bool(model.jit_compile)}
+    return run.write_metrics(test, int(model.optimizer.iterations.numpy()), start_step, clock.train_seconds, **extra)

@@ -3,9 +3,10 @@
 `open_run(...)` is the start of every mode: it takes the model folder (a lock
 that a second run on the same folder is refused by, and that a dead process
 does not hold), lists the source once (a `SourceIndex` that every dataset of
-the run reads), plans the steps, and starts the clock. The modes
-(`compat.keras_mode`, `compat.estimator_mode`, `compat.tuning`) take the `Run`
-and end with `Run.write_metrics`, the one `metrics.json` schema.
+the run reads), plans the steps, and starts the clock. The training modes
+(`compat.keras_mode`, `compat.estimator_mode`) take the `Run` and end with
+`Run.write_metrics`, the one `metrics.json` schema; a search (`compat.tuning`)
+takes the `Run` for its trials' data and model, and writes its own result files.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import math
 import os
 import re
 import time
-from typing import Any, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import keras
 import numpy as np
@@ -29,7 +31,6 @@ from compat import atomic, charts, data
 from compat.config import PipelineConfig, TrainConfig
 from compat.divergence import TrainingDiverged, is_finite
 from compat.sources import DataSource, SourceIndex
-
 
 _MAX_AUTO_STEPS_PER_EXECUTION = 64  # progress and stop requests are seen at least this often
 
@@ -53,8 +54,10 @@ class StepPlan:
         """
         if requested:
             if self.period % requested:
-                raise ValueError(f"steps_per_execution {requested} must divide the evaluation period of "
-                                 f"{self.period} steps (`eval_every_steps`); Keras would round it up")
+                raise ValueError(
+                    f"steps_per_execution {requested} must divide the evaluation period of "
+                    f"{self.period} steps (`eval_every_steps`); Keras would round it up"
+                )
             return requested
         return max(d for d in range(1, min(self.period, _MAX_AUTO_STEPS_PER_EXECUTION) + 1) if self.period % d == 0)
 
@@ -66,13 +69,15 @@ def plan_steps(config: TrainConfig, train_examples: int, batch_size: int) -> Ste
     period = min(config.eval_every_steps or steps_per_epoch, max_steps)
     plan = StepPlan(steps_per_epoch, period, math.ceil(max_steps / period))
     if plan.max_steps != max_steps:
-        logging.warning("Training %d steps: max_steps %d rounded up to whole periods of %d",
-                        plan.max_steps, max_steps, period)
+        logging.warning(
+            "Training %d steps: max_steps %d rounded up to whole periods of %d", plan.max_steps, max_steps, period
+        )
     return plan
 
 
-def compile_model(model: keras.Model, learning_rate: float, total_steps: int, steps_per_execution: int = 1,
-                  jit_compile: bool = False) -> None:
+def compile_model(
+    model: keras.Model, learning_rate: float, total_steps: int, steps_per_execution: int = 1, jit_compile: bool = False
+) -> None:
     """Adam with a cosine decay to zero at `total_steps`; logits in, accuracy out. Under a mixed
     dtype policy Keras scales the loss itself (its LossScaleOptimizer)."""
     schedule = keras.optimizers.schedules.CosineDecay(learning_rate, decay_steps=max(total_steps, 1))
@@ -179,16 +184,30 @@ class Run:
     def input_fn(self, split: str) -> Callable[..., tf.data.Dataset]:
         return data.make_input_fn(self.index, self.pipeline, split)
 
-    def build_model(self, model_config: models.ModelConfig | None = None, train: TrainConfig | None = None,
-                    pipeline: PipelineConfig | None = None, plan: StepPlan | None = None) -> keras.Model:
+    def build_model(
+        self,
+        model_config: models.ModelConfig | None = None,
+        train: TrainConfig | None = None,
+        pipeline: PipelineConfig | None = None,
+        plan: StepPlan | None = None,
+    ) -> keras.Model:
         """The seeded, compiled registry model every mode trains (a trial passes its own configs)."""
         pipeline, train, plan = pipeline or self.pipeline, train or self.train, plan or self.plan
         keras.utils.set_random_seed(train.seed)
         with self.scope():
-            model = models.build_from_config(model_config or self.model_config, data.feature_shape(pipeline),
-                                             len(self.class_names), input_name=pipeline.feature_key)
-            compile_model(model, train.learning_rate, plan.max_steps,
-                          plan.steps_per_execution(train.steps_per_execution), train.enable_xla)
+            model = models.build_from_config(
+                model_config or self.model_config,
+                data.feature_shape(pipeline),
+                len(self.class_names),
+                input_name=pipeline.feature_key,
+            )
+            compile_model(
+                model,
+                train.learning_rate,
+                plan.max_steps,
+                plan.steps_per_execution(train.steps_per_execution),
+                train.enable_xla,
+            )
         return model
 
     def write_example_images(self, folder: str, count: int = 6) -> None:
@@ -203,9 +222,13 @@ class Run:
         pictures = tf.reverse(tf.transpose(scaled, [0, 2, 1]), axis=[1])[..., tf.newaxis]  # [n, bins, frames, 1]
         with tf.summary.create_file_writer(folder).as_default(step=0):
             for index, (picture, label) in enumerate(zip(pictures, labels[:count].numpy())):
-                tf.summary.image(f"examples/{index}_{self.class_names[label]}", picture[tf.newaxis], step=0,
-                                 description=f"eval clip {index}, class '{self.class_names[label]}': "
-                                             f"{self.pipeline.feature} features")
+                tf.summary.image(
+                    f"examples/{index}_{self.class_names[label]}",
+                    picture[tf.newaxis],
+                    step=0,
+                    description=f"eval clip {index}, class '{self.class_names[label]}': "
+                    f"{self.pipeline.feature} features",
+                )
 
     def test_examples(self) -> tuple[dict, np.ndarray]:
         """The test split in memory, `({feature_key: [n, frames, bins]}, labels [n])`: one pass, so
@@ -221,12 +244,16 @@ class Run:
         names = self.class_names
         matrix = tf.math.confusion_matrix(labels, predicted, num_classes=len(names)).numpy()
         atomic.write_file(self.path("confusion_matrix.png"), lambda path: charts.confusion_png(path, matrix, names))
-        return {"confusion_matrix": matrix.tolist(),
-                "per_class_accuracy": {name: round(float(matrix[i, i] / max(matrix[i].sum(), 1)), 4)
-                                       for i, name in enumerate(names)}}
+        return {
+            "confusion_matrix": matrix.tolist(),
+            "per_class_accuracy": {
+                name: round(float(matrix[i, i] / max(matrix[i].sum(), 1)), 4) for i, name in enumerate(names)
+            },
+        }
 
-    def write_metrics(self, test: Mapping[str, Any], steps: int, start_step: int, train_seconds: float,
-                      **extra: Any) -> dict:
+    def write_metrics(
+        self, test: Mapping[str, Any], steps: int, start_step: int, train_seconds: float, **extra: Any
+    ) -> dict:
         """Writes `metrics.json`, the same schema in every mode, and returns it.
 
         `examples_per_second` counts the training steps of this process over
@@ -249,8 +276,16 @@ class Run:
 
 
 # An operating system's words for a storage fault, as TensorFlow's errors quote them.
-_STORAGE_FAULTS = ("No space left on device", "File too large", "Disk quota exceeded", "Read-only file system",
-                   "Input/output error", "Permission denied", "No such file or directory", "was not written whole")
+_STORAGE_FAULTS = (
+    "No space left on device",
+    "File too large",
+    "Disk quota exceeded",
+    "Read-only file system",
+    "Input/output error",
+    "Permission denied",
+    "No such file or directory",
+    "was not written whole",
+)
 _STORAGE_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES, errno.EPERM)
 
 
@@ -280,9 +315,15 @@ def last_saved_step(model_dir: str) -> int | None:
 
 
 @contextlib.contextmanager
-def open_run(source: DataSource, pipeline: PipelineConfig, model_config: models.ModelConfig,
-             train: TrainConfig, model_dir: str, shared: bool = False,
-             strategy: tf.distribute.Strategy | None = None) -> Iterator[Run]:
+def open_run(
+    source: DataSource,
+    pipeline: PipelineConfig,
+    model_config: models.ModelConfig,
+    train: TrainConfig,
+    model_dir: str,
+    shared: bool = False,
+    strategy: tf.distribute.Strategy | None = None,
+) -> Iterator[Run]:
     """Takes `model_dir` for this process, lists the source once and plans the steps.
 
     A second run on the same folder is refused at once with the first one's

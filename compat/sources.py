@@ -53,7 +53,7 @@ class DataSource:
             raise DataSourceError(f"a '{self.kind}' source needs a path")
 
     @classmethod
-    def parse(cls, spec: "str | os.PathLike | DataSource") -> "DataSource":
+    def parse(cls, spec: str | os.PathLike | DataSource) -> DataSource:
         if isinstance(spec, DataSource):
             return spec
         text = os.fspath(spec)
@@ -89,7 +89,7 @@ class FileTable:
     def __len__(self) -> int:
         return len(self.paths)
 
-    def shard(self, num_shards: int, index: int) -> "FileTable":
+    def shard(self, num_shards: int, index: int) -> FileTable:
         """Every `num_shards`-th file from the `index`-th: one input pipeline's share."""
         part = slice(index, None, num_shards)
         return FileTable(self.paths[part], self.labels[part], self.class_names, self.stats[part])
@@ -124,21 +124,27 @@ def list_class_folders(root: str) -> list[LabelledFile]:
     """
     _require_dir(root, "data folder")
     real_root = os.path.realpath(root)
-    files = []
+    files: list[LabelledFile] = []
     for label in sorted(entry.name for entry in os.scandir(root) if entry.is_dir()):
         folder_of_label = os.path.join(root, label)
         target = os.path.realpath(folder_of_label)
         if os.path.commonpath([real_root, target]) == target:  # the data folder itself, or above it
-            raise DataSourceError(f"class folder '{folder_of_label}' is a link back to '{target}', which holds the "
-                                  "data folder (a loop); remove the link or point it at a folder of audio files")
+            raise DataSourceError(
+                f"class folder '{folder_of_label}' is a link back to '{target}', which holds the "
+                "data folder (a loop); remove the link or point it at a folder of audio files"
+            )
         found = len(files)
         for folder, _, names in sorted(os.walk(folder_of_label)):
             for name in sorted(filter(_is_audio, names)):
                 path = os.path.join(folder, name)
                 files.append(LabelledFile(path, label, os.path.relpath(path, root), None))
         if len(files) == found:
-            logging.warning("Class folder %s holds no audio files (%s): the class '%s' is left out", folder_of_label,
-                            ", ".join(AUDIO_EXTENSIONS), label)
+            logging.warning(
+                "Class folder %s holds no audio files (%s): the class '%s' is left out",
+                folder_of_label,
+                ", ".join(AUDIO_EXTENSIONS),
+                label,
+            )
     if not files:
         raise _no_audio_error(root)
     return files
@@ -180,8 +186,9 @@ def list_manifest(manifest: str) -> list[LabelledFile]:
         with open(manifest, newline="", encoding="utf-8-sig") as stream:  # -sig: a spreadsheet's byte-order mark
             rows = list(csv.reader(stream))
     except UnicodeDecodeError as error:
-        raise DataSourceError(f"manifest '{manifest}' is not UTF-8 text (byte {error.start} cannot be read); save "
-                              "it as UTF-8 CSV") from error
+        raise DataSourceError(
+            f"manifest '{manifest}' is not UTF-8 text (byte {error.start} cannot be read); save it as UTF-8 CSV"
+        ) from error
     except csv.Error as error:
         raise DataSourceError(f"manifest '{manifest}' is not a readable CSV file ({error})") from error
     files: list[LabelledFile] = []
@@ -206,15 +213,21 @@ def list_manifest(manifest: str) -> list[LabelledFile]:
             if (earlier.label, earlier.split) != (labelled.label, labelled.split):
                 raise DataSourceError(
                     f"{where}: '{cells[0]}' was listed at line {earlier_line} with label '{earlier.label}' and split "
-                    f"'{earlier.split or '(hashed)'}'; a file belongs to one label and one split. Keep one row")
+                    f"'{earlier.split or '(hashed)'}'; a file belongs to one label and one split. Keep one row"
+                )
             repeated.append(cells[0])
             labelled = earlier  # however it is spelled, a hashed split puts the file where its first row went
         else:
             first_seen[path] = (line, labelled)
         files.append(labelled)
     if repeated:
-        logging.warning("Manifest %s lists %d file(s) again with the same label and split (first: %s); each row is an "
-                        "example, so those files weigh more in training", manifest, len(repeated), repeated[0])
+        logging.warning(
+            "Manifest %s lists %d file(s) again with the same label and split (first: %s); each row is an "
+            "example, so those files weigh more in training",
+            manifest,
+            len(repeated),
+            repeated[0],
+        )
     if not files:
         raise DataSourceError(f"manifest '{manifest}' lists no files; add rows 'path,label[,split]'")
     return files
@@ -265,7 +278,7 @@ class SourceIndex:
     def __len__(self) -> int:
         return len(self.paths)
 
-    def table(self, split: str) -> "FileTable":
+    def table(self, split: str) -> FileTable:
         """The files of `split` ("predict" reads the test files), labelled as integers."""
         if split not in SPLITS:
             raise DataSourceError(f"unknown split '{split}'; use one of {', '.join(SPLITS)}")
@@ -302,8 +315,9 @@ def _stat(path: str) -> tuple[int, int]:
     try:
         stat = os.stat(path)
     except OSError as error:
-        raise DataSourceError(f"cannot read '{path}': {error.strerror}; check that the file exists "
-                              "and is readable") from error
+        raise DataSourceError(
+            f"cannot read '{path}': {error.strerror}; check that the file exists and is readable"
+        ) from error
     return stat.st_size, stat.st_mtime_ns
 
 
@@ -324,8 +338,14 @@ def build_index(
     splits = tuple(f.split or hash_split(f.group, eval_fraction, test_fraction) for f in files)
     labels = tuple(f.label for f in files)
     names = class_names or tuple(sorted({label for label, s in zip(labels, splits) if s == "train"}))
-    return SourceIndex(source, tuple(os.path.abspath(f.path) for f in files), labels, splits,
-                       tuple(_stat(f.path) for f in files), tuple(names))
+    return SourceIndex(
+        source,
+        tuple(os.path.abspath(f.path) for f in files),
+        labels,
+        splits,
+        tuple(_stat(f.path) for f in files),
+        tuple(names),
+    )
 
 
 def list_split(
@@ -335,7 +355,7 @@ def list_split(
     eval_fraction: float = 0.1,
     test_fraction: float = 0.1,
     class_names: tuple[str, ...] | None = None,
-) -> "FileTable":
+) -> FileTable:
     """The files of one split: `build_index(...).table(split)` for a single lookup."""
     if split not in SPLITS:
         raise DataSourceError(f"unknown split '{split}'; use one of {', '.join(SPLITS)}")

@@ -11,7 +11,7 @@ are generated once, deterministically from `VERSION` and the seed below, into
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import soundfile

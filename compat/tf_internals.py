@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 import tensorflow as tf
 from tensorflow.python.saved_model.model_utils import export_output, export_utils  # noqa: F401
@@ -50,8 +50,7 @@ _LEGACY_MODULES = (  # (attribute path below tf.compat.v1, the tf_keras module T
     ("nn.rnn_cell", "tf_keras.api._v1.keras.__internal__.legacy.rnn_cell"),
 )
 _replaced: list[tuple[object, str, object]] = []  # (owner, attribute, previous value)
-_default_training: contextvars.ContextVar[bool | None] = contextvars.ContextVar("keras_training_default",
-                                                                                 default=None)
+_default_training: contextvars.ContextVar[bool | None] = contextvars.ContextVar("keras_training_default", default=None)
 
 
 def _mode_call_context(base: type) -> type:
@@ -185,6 +184,7 @@ def keras_training_default(training: bool) -> Iterator[None]:
 
 # -- private names of TensorFlow and Keras, each behind one function -------------------
 
+
 def evaluate_once(**kwargs):
     """TensorFlow's evaluation loop (what tf.estimator's evaluate ran): the final ops' values."""
     return evaluation._evaluate_once(**kwargs)
@@ -270,6 +270,7 @@ def add_control_inputs(op: tf.Operation, inputs: list) -> None:
 # TensorFlow keeps in `tensorflow.python.feature_column.feature_column_v2` (and `tf.__internal__`); the canned
 # estimators reach them only through these functions.
 
+
 def is_feature_column_v2(feature_columns) -> bool:
     """True when every column is a TF2 column (`tf.feature_column.*`), as the TF2 canned estimators require."""
     from tensorflow.python.feature_column import feature_column_v2
@@ -305,9 +306,13 @@ def linear_weighted_sum(column, transformation_cache, state_manager, sparse_comb
     a sparse lookup combined by `sparse_combiner` for a categorical one (TensorFlow's `linear_model` sum)."""
     from tensorflow.python.feature_column import feature_column_v2
 
-    return feature_column_v2._create_weighted_sum(column=column, transformation_cache=transformation_cache,
-                                                  state_manager=state_manager, sparse_combiner=sparse_combiner,
-                                                  weight_var=weight_var)
+    return feature_column_v2._create_weighted_sum(
+        column=column,
+        transformation_cache=transformation_cache,
+        state_manager=state_manager,
+        sparse_combiner=sparse_combiner,
+        weight_var=weight_var,
+    )
 
 
 def check_same_batch_size(tensors, columns) -> None:
@@ -332,7 +337,6 @@ def column_variable_scope_name(column_name: str) -> str:
     return feature_column_v2._sanitize_column_name_for_variable_scope(column_name)
 
 
-
 def tf_keras_legacy_optimizer(optimizer):
     """tf_keras' converter of its newer-API optimizers (`tf_keras.optimizers.Adam`) to the legacy class of the same
     name and config (`tf_keras.optimizers.legacy.Adam`), which TF 2.15's canned estimators applied too."""
@@ -344,6 +348,7 @@ def tf_keras_legacy_optimizer(optimizer):
 # -- the TF 1.x canned estimators (compat/estimator/canned: DNNClassifierV1, ...) ------------------------------
 # TF 2.15's tf.compat.v1.estimator classes were built from tf.compat.v1.layers and, for TF2 feature columns, Keras 2's
 # v1 DenseFeatures; both ship in tf_keras, under its v1 API, which `tf.compat.v1.keras` is under Keras 2 only.
+
 
 def legacy_layers():
     """tf_keras' tf.compat.v1.layers (Dense, Dropout, BatchNormalization, ...): variables made with
@@ -379,6 +384,7 @@ def forget_retries(oracle, trial_ids: set) -> None:
 
 # -- tf.compat.v1.estimator.experimental.KMeans (compat/estimator/canned/kmeans.py) ------------------------------
 
+
 def kmeans_training_graph(**kwargs) -> tuple:
     """TensorFlow's k-means graph (`tensorflow.python.ops.clustering_ops.KMeans(**kwargs).training_graph()`, what TF
     2.15's KMeans estimator ran): (all_scores, cluster_idx, scores, cluster_centers_initialized, init_op,
@@ -389,6 +395,7 @@ def kmeans_training_graph(**kwargs) -> tuple:
 
 
 # -- tf.estimator.experimental.RNNClassifier / RNNEstimator (compat/estimator/canned/rnn.py) ---------------------
+
 
 def concatenate_context_input(context_input, sequence_input):
     """`[batch_size, time, d0 + d1]`: each example's context `[batch_size, d1]` repeated at every step of its

@@ -25,7 +25,8 @@ import dataclasses
 import io
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import keras
 import keras_tuner
@@ -134,11 +135,15 @@ class AudioHyperModel(keras_tuner.HyperModel):
         if nan_guard.error is not None:
             raise keras_tuner.errors.FailedTrialError(str(nan_guard.error))
         metrics = {name: (min if "loss" in name else max)(values) for name, values in history.history.items()}
-        return {**metrics, "wall_seconds": time.perf_counter() - started, "data_seconds": data_seconds,
-                "first_epoch_seconds": epoch_timer.seconds,
-                "train_examples_per_second": clock.examples_per_second,
-                "seconds_to_best": self._seconds_to_best(history.history, clock.period_ends),
-                "steps": float(model.optimizer.iterations.numpy())}
+        return {
+            **metrics,
+            "wall_seconds": time.perf_counter() - started,
+            "data_seconds": data_seconds,
+            "first_epoch_seconds": epoch_timer.seconds,
+            "train_examples_per_second": clock.examples_per_second,
+            "seconds_to_best": self._seconds_to_best(history.history, clock.period_ends),
+            "steps": float(model.optimizer.iterations.numpy()),
+        }
 
     def _seconds_to_best(self, history: dict, period_ends: list[float]) -> float:
         """Wall seconds from the trial's first period to the end of the period with its best objective."""
@@ -164,23 +169,33 @@ class _FirstEpochTimer(keras.callbacks.Callback):
 
 def make_tuner(hypermodel: AudioHyperModel, config: TuneConfig, seed: int, directory: str):
     """The keras-tuner tuner `config.tuner` names, resuming the search state in `directory`."""
-    common = dict(objective=objective(config.objective), directory=directory, project_name="search",
-                  overwrite=False, seed=seed, max_consecutive_failed_trials=config.max_failed_trials,
-                  max_retries_per_trial=0)
+    common = dict(
+        objective=objective(config.objective),
+        directory=directory,
+        project_name="search",
+        overwrite=False,
+        seed=seed,
+        max_consecutive_failed_trials=config.max_failed_trials,
+        max_retries_per_trial=0,
+    )
     if config.tuner == "random":
         return keras_tuner.RandomSearch(hypermodel, max_trials=config.max_trials, **common)
     if config.tuner == "bayesian":
         return keras_tuner.BayesianOptimization(hypermodel, max_trials=config.max_trials, **common)
     if config.tuner == "hyperband":
         periods = hypermodel.run.plan.periods
-        logging.info("Hyperband trains its trials on its own schedule of up to %d evaluation periods of %d "
-                     "steps each (the `max_steps`/`epochs` budget), not all of them", periods,
-                     hypermodel.run.plan.period)
+        logging.info(
+            "Hyperband trains its trials on its own schedule of up to %d evaluation periods of %d "
+            "steps each (the `max_steps`/`epochs` budget), not all of them",
+            periods,
+            hypermodel.run.plan.period,
+        )
         return keras_tuner.Hyperband(hypermodel, max_epochs=max(periods, 2), **common)
     if os.path.exists(os.path.join(directory, "search", "oracle.json")):
         raise CannotResumeError(
             f"`tuner=grid` cannot resume the search in {directory}: keras-tuner's GridSearch fails on "
-            "resume (keras-team/keras-tuner#1055). Use a new `model_dir`, or `tuner=random`, `tuner=bayesian` or `tuner=hyperband`"
+            "resume (keras-team/keras-tuner#1055). Use a new `model_dir`, or `tuner=random`, `tuner=bayesian` or "
+            "`tuner=hyperband`"
         )
     return keras_tuner.GridSearch(hypermodel, max_trials=config.max_trials, **common)
 
@@ -201,9 +216,11 @@ def resume_whole(tuner) -> None:
     tuner_state = os.path.join(tuner.project_dir, f"{tuner.tuner_id}.json")
     if not os.path.exists(tuner_state) and os.path.exists(os.path.join(tuner.project_dir, "oracle.json")):
         oracle.reload()
-    ended = {trial_id for trial_id, trial in oracle.trials.items()
-             if trial.status in (keras_tuner.engine.trial.TrialStatus.COMPLETED,
-                                 keras_tuner.engine.trial.TrialStatus.FAILED)}
+    ended = {
+        trial_id
+        for trial_id, trial in oracle.trials.items()
+        if trial.status in (keras_tuner.engine.trial.TrialStatus.COMPLETED, keras_tuner.engine.trial.TrialStatus.FAILED)
+    }
     tf_internals.forget_retries(oracle, ended)
 
 
@@ -217,8 +234,14 @@ def is_tuning_worker() -> bool:
     return os.environ.get("KERASTUNER_TUNER_ID", "chief") != "chief"
 
 
-_MEASURES = ("steps", "train_examples_per_second", "seconds_to_best", "wall_seconds", "data_seconds",
-             "first_epoch_seconds")
+_MEASURES = (
+    "steps",
+    "train_examples_per_second",
+    "seconds_to_best",
+    "wall_seconds",
+    "data_seconds",
+    "first_epoch_seconds",
+)
 
 
 def trial_number(trial_id: str) -> str:
@@ -229,12 +252,21 @@ def trial_number(trial_id: str) -> str:
 def trial_rows(tuner) -> list[dict]:
     rows = []
     for trial in sorted(tuner.oracle.trials.values(), key=lambda t: t.trial_id):
-        measured = {name: round(trial.metrics.get_best_value(name), 2) if trial.metrics.exists(name) else None
-                    for name in _MEASURES}
+        measured = {
+            name: round(trial.metrics.get_best_value(name), 2) if trial.metrics.exists(name) else None
+            for name in _MEASURES
+        }
         if measured["steps"] is not None:
             measured["steps"] = int(measured["steps"])
-        rows.append({"trial": trial_number(trial.trial_id), "status": trial.status, "objective": trial.score,
-                     **measured, "values": dict(trial.hyperparameters.values)})
+        rows.append(
+            {
+                "trial": trial_number(trial.trial_id),
+                "status": trial.status,
+                "objective": trial.score,
+                **measured,
+                "values": dict(trial.hyperparameters.values),
+            }
+        )
     return rows
 
 
@@ -245,8 +277,13 @@ def pareto_front(rows: list[dict], direction: str) -> list[dict]:
     Sorted from the fastest.
     """
     sign = -1 if direction == "min" else 1
-    scored = [row for row in rows if row["status"] == "COMPLETED" and row["objective"] is not None
-              and row["train_examples_per_second"] is not None]
+    scored = [
+        row
+        for row in rows
+        if row["status"] == "COMPLETED"
+        and row["objective"] is not None
+        and row["train_examples_per_second"] is not None
+    ]
 
     def beats(a: dict, b: dict) -> bool:
         score_a, score_b = sign * a["objective"], sign * b["objective"]
@@ -264,8 +301,7 @@ def _flat(row: dict) -> dict:
 def _markdown(rows: list[dict]) -> str:
     columns = list(dict.fromkeys(key for row in rows for key in row))
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in columns) + " |"
-              for row in rows]
+    lines += ["| " + " | ".join("" if row.get(c) is None else str(row.get(c)) for c in columns) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -283,20 +319,40 @@ def write_tables(rows: list[dict], folder: str) -> None:
 
 def write_pareto(rows: list[dict], front: list[dict], objective_name: str, folder: str) -> None:
     """`pareto.md` (the front's trials) and `pareto.png` (every completed trial, the front marked)."""
-    text = (f"Trials that no other trial beats on both {objective_name} and training examples/s, "
-            f"fastest first ({len(front)} of {sum(row['status'] == 'COMPLETED' for row in rows)} completed):\n\n"
-            + _markdown([_flat(row) for row in front]))
+    text = (
+        f"Trials that no other trial beats on both {objective_name} and training examples/s, "
+        f"fastest first ({len(front)} of {sum(row['status'] == 'COMPLETED' for row in rows)} completed):\n\n"
+        + _markdown([_flat(row) for row in front])
+    )
     atomic.write_text(os.path.join(folder, "pareto.md"), text)
     done = [row for row in rows if row["status"] == "COMPLETED" and row["train_examples_per_second"] is not None]
     on_front = {row["trial"] for row in front}
-    charts.pareto_png(os.path.join(folder, "pareto.png"), [row["train_examples_per_second"] for row in done],
-                      [row["objective"] for row in done], [row["trial"] for row in done],
-                      sorted((i for i, row in enumerate(done) if row["trial"] in on_front),
-                             key=lambda i: -done[i]["train_examples_per_second"]), objective_name)
+    charts.pareto_png(
+        os.path.join(folder, "pareto.png"),
+        [row["train_examples_per_second"] for row in done],
+        [row["objective"] for row in done],
+        [row["trial"] for row in done],
+        sorted(
+            (i for i, row in enumerate(done) if row["trial"] in on_front),
+            key=lambda i: -done[i]["train_examples_per_second"],
+        ),
+        objective_name,
+    )
 
 
-def search(run: Run, config: TuneConfig, fixed: frozenset[str]) -> dict:
-    """Runs (or resumes) the search; returns the best trial's hyperparameter values and score."""
+@dataclasses.dataclass(frozen=True)
+class SearchResult:
+    """What a finished search found (its tables and charts are in the run's `tuning/` folder)."""
+
+    values: dict  # the best trial's hyperparameter values, by name
+    score: float  # its objective
+    trials: int  # trials run, whatever their status
+    completed: int
+    pareto: dict  # trial number -> values, for the trials on the accuracy/speed front
+
+
+def search(run: Run, config: TuneConfig, fixed: frozenset[str]) -> SearchResult | None:
+    """Runs (or resumes) the search; returns what it found, or None on a tuning worker (its chief reports)."""
     folder = run.path("tuning")
     os.makedirs(folder, exist_ok=True)
     hypermodel = AudioHyperModel(run, fixed, config.objective)
@@ -305,7 +361,7 @@ def search(run: Run, config: TuneConfig, fixed: frozenset[str]) -> dict:
         resume_whole(tuner)
     tuner.search(callbacks=[keras.callbacks.TensorBoard(os.path.join(folder, "logs"))])
     if is_tuning_worker():
-        return {"worker": os.environ["KERASTUNER_TUNER_ID"]}  # the chief holds the results
+        return None
     rows = trial_rows(tuner)
     write_tables(rows, folder)
     completed = [row for row in rows if row["status"] == "COMPLETED"]
@@ -315,13 +371,18 @@ def search(run: Run, config: TuneConfig, fixed: frozenset[str]) -> dict:
     write_pareto(rows, front, hypermodel.objective.name, folder)
     best = tuner.oracle.get_best_trials(1)[0]
     logging.info("Best trial %s: %s = %s", trial_number(best.trial_id), config.objective, best.score)
-    return {"values": dict(best.hyperparameters.values), "score": best.score, "trials": len(rows),
-            "completed": len(completed), "pareto": {row["trial"]: row["values"] for row in front}}
+    return SearchResult(
+        values=dict(best.hyperparameters.values),
+        score=best.score,
+        trials=len(rows),
+        completed=len(completed),
+        pareto={row["trial"]: row["values"] for row in front},
+    )
 
 
 # -- --tune_target=pipeline ---------------------------------------------------
 
-_SPEED_SETTINGS = {  # settings that change only speed, never what the model learns
+_SPEED_SETTINGS: dict[str, list[Any]] = {  # settings that change only speed, never what the model learns
     "num_parallel_calls": [data.AUTOTUNE, 1, 2, 4, 8],
     "prefetch": [data.AUTOTUNE, 1, 2, 8],
     "private_threadpool_size": [0, 2, 4],
@@ -349,8 +410,9 @@ def tune_pipeline(run: Run, fixed: frozenset[str]) -> dict:
     """
     folder = run.path("tuning")
     os.makedirs(folder, exist_ok=True)
-    best = dataclasses.replace(run.pipeline, **{name: getattr(PipelineConfig(), name)
-                                                for name in _SPEED_SETTINGS if name not in fixed})
+    best = dataclasses.replace(
+        run.pipeline, **{name: getattr(PipelineConfig(), name) for name in _SPEED_SETTINGS if name not in fixed}
+    )
     baseline = best_rate = measure_pipeline(run, best)
     rows = [("defaults (AUTOTUNE)", "", baseline)]
     for name, values in _SPEED_SETTINGS.items():
@@ -367,7 +429,10 @@ def tune_pipeline(run: Run, fixed: frozenset[str]) -> dict:
     chosen = {name: getattr(best, name) for name in _SPEED_SETTINGS if name not in fixed}
     lines = ["| setting | value | examples/s |", "|---|---|---:|"]
     lines += [f"| {name} | {value} | {rate:,.0f} |" for name, value, rate in rows]
-    lines += ["", f"Chosen: {chosen}: {best_rate:,.0f} examples/s, {best_rate / baseline:.2f}x the "
-                  f"AUTOTUNE defaults' {baseline:,.0f}."]
+    lines += [
+        "",
+        f"Chosen: {chosen}: {best_rate:,.0f} examples/s, {best_rate / baseline:.2f}x the "
+        f"AUTOTUNE defaults' {baseline:,.0f}.",
+    ]
     atomic.write_text(os.path.join(folder, "pipeline.md"), "\n".join(lines) + "\n")
     return {"values": chosen, "examples_per_second": best_rate, "autotune_examples_per_second": baseline}

@@ -53,8 +53,9 @@ def names() -> list[str]:
     return sorted(NAMES)
 
 
-def build(name: str, input_shape: tuple[int, int], num_classes: int, *, input_name: str = "audio",
-          **hparams) -> "keras.Model":
+def build(
+    name: str, input_shape: tuple[int, int], num_classes: int, *, input_name: str = "audio", **hparams
+) -> keras.Model:
     """An uncompiled model from the registry; `hparams` are the ModelConfig fields."""
     if name not in NAMES:
         raise ValueError(f"model '{name}' is not registered; choose one of {names()}")
@@ -67,6 +68,7 @@ def build(name: str, input_shape: tuple[int, int], num_classes: int, *, input_na
     return keras.Model({input_name: inputs}, logits, name=name)
 
 
-def build_from_config(config: ModelConfig, input_shape: tuple[int, int], num_classes: int,
-                      input_name: str = "audio") -> "keras.Model":
+def build_from_config(
+    config: ModelConfig, input_shape: tuple[int, int], num_classes: int, input_name: str = "audio"
+) -> keras.Model:
     return build(config.name, input_shape, num_classes, input_name=input_name, **config.hparams)

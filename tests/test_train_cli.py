@@ -156,12 +156,18 @@ def test_both_modes_write_the_same_tensorboard_tags_and_export_the_best_model(ti
 
 
 def test_gpu_switches_train_on_the_cpu_where_they_apply(tiny_data, tmp_path):
+    """Each switch is in effect in the model that trained (metrics.json's `compute`, read from the model)."""
+    expected = {"dtype": {"dtype_policy": "mixed_bfloat16", "jit_compile": False},
+                "enable_xla": {"dtype_policy": "float32", "jit_compile": True},
+                "profile_steps": {"dtype_policy": "float32", "jit_compile": False}}
     for switches in (("--dtype=mixed_bfloat16",), ("--enable_xla",), ("--profile_steps=2,3",)):
-        model_dir = tmp_path / switches[0].split("=")[0].strip("-")
+        name = switches[0].split("=")[0].strip("-")
+        model_dir = tmp_path / name
         result = train_in_process(*_common(tiny_data, tmp_path), "--epochs=2", "--noexport", *switches,
                                   f"--model_dir={model_dir}")
         assert result.returncode == 0, (switches, result.stderr[-3000:])
-        assert json.loads((model_dir / "metrics.json").read_text())["steps"] > 0
+        metrics = json.loads((model_dir / "metrics.json").read_text())
+        assert metrics["steps"] > 0 and metrics["compute"] == expected[name], (switches, metrics.get("compute"))
     profiles = glob.glob(str(tmp_path / "profile_steps" / "logs" / "train" / "plugins" / "profile" / "*" / "*.xplane.pb"))
     assert profiles, "no TensorBoard profile was written"
 

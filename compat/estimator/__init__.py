@@ -27,15 +27,29 @@ from compat.estimator.canned import __all__ as _CANNED
 from compat.estimator.canned.dnn import dnn_logit_fn_builder
 from compat.estimator.canned.linear import linear_logit_fn_builder
 from compat.estimator.estimator import Estimator
-from compat.estimator.head import *  # noqa: F401,F403  (the heads: compat/estimator/head/__init__.py's __all__)
-from compat.estimator.head import __all__ as _HEADS
+from compat.estimator.export.export import build_raw_supervised_input_receiver_fn
 from compat.estimator.exporter import BestExporter, Exporter, FinalExporter, LatestExporter
 from compat.estimator.extenders import add_metrics
-from compat.estimator.hooks import (CheckpointSaverHook, FeedFnHook, FinalOpsHook, GlobalStepWaiterHook,
-                                    LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, ProfilerHook,
-                                    SecondOrStepTimer, SessionRunArgs, SessionRunContext, SessionRunHook,
-                                    SessionRunValues, StepCounterHook, StopAtStepHook, SummarySaverHook)
-from compat.estimator.export.export import build_raw_supervised_input_receiver_fn
+from compat.estimator.head import *  # noqa: F401,F403  (the heads: compat/estimator/head/__init__.py's __all__)
+from compat.estimator.head import __all__ as _HEADS
+from compat.estimator.hooks import (
+    CheckpointSaverHook,
+    FeedFnHook,
+    FinalOpsHook,
+    GlobalStepWaiterHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    ProfilerHook,
+    SecondOrStepTimer,
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+    StepCounterHook,
+    StopAtStepHook,
+    SummarySaverHook,
+)
 from compat.estimator.hooks.hooks import InMemoryEvaluatorHook, make_stop_at_checkpoint_step_hook
 from compat.estimator.keras_lib import model_to_estimator
 from compat.estimator.model_fn import EstimatorSpec, ModeKeys, call_logit_fn
@@ -60,14 +74,46 @@ experimental = types.SimpleNamespace(
 )
 
 __all__ = [
-    "BestExporter", "CheckpointSaverHook", "CheckpointSaverListener",
-    "Estimator", "EstimatorSpec", "EvalSpec", "Exporter", "FeedFnHook", "FinalExporter",
-    "FinalOpsHook", "GlobalStepWaiterHook", "LatestExporter", "LoggingTensorHook", "ModeKeys", "NanLossDuringTrainingError",
-    "NanTensorHook", "ProfilerHook", "RunConfig", "SecondOrStepTimer", "SessionRunArgs",
-    "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook",
-    "SummarySaverHook", "TrainSpec", "VocabInfo", "WarmStartSettings",
-    "add_metrics", "experimental", "export", "inputs", "install", "model_to_estimator", "tpu",
-    "train_and_evaluate", "uninstall", *_CANNED, *_HEADS,
+    "BestExporter",
+    "CheckpointSaverHook",
+    "CheckpointSaverListener",
+    "Estimator",
+    "EstimatorSpec",
+    "EvalSpec",
+    "Exporter",
+    "FeedFnHook",
+    "FinalExporter",
+    "FinalOpsHook",
+    "GlobalStepWaiterHook",
+    "LatestExporter",
+    "LoggingTensorHook",
+    "ModeKeys",
+    "NanLossDuringTrainingError",
+    "NanTensorHook",
+    "ProfilerHook",
+    "RunConfig",
+    "SecondOrStepTimer",
+    "SessionRunArgs",
+    "SessionRunContext",
+    "SessionRunHook",
+    "SessionRunValues",
+    "StepCounterHook",
+    "StopAtStepHook",
+    "SummarySaverHook",
+    "TrainSpec",
+    "VocabInfo",
+    "WarmStartSettings",
+    "add_metrics",
+    "experimental",
+    "export",
+    "inputs",
+    "install",
+    "model_to_estimator",
+    "tpu",
+    "train_and_evaluate",
+    "uninstall",
+    *_CANNED,
+    *_HEADS,
 ]
 
 _MISSING = object()
@@ -93,10 +139,13 @@ def install() -> None:
     from compat.estimator.keras_legacy import legacy_namespace
 
     this = sys.modules[__name__]
-    names = [(tf, "estimator", this),
-             *((v1, "estimator", estimator_v1) for v1 in tf_internals.compat_v1_modules()),
-             (tf.keras, "estimator", types.SimpleNamespace(model_to_estimator=model_to_estimator)),
-             (tf.keras.optimizers, "legacy", legacy_namespace()), (tf.keras.layers, "DenseFeatures", DenseFeatures)]
+    names = [
+        (tf, "estimator", this),
+        *((v1, "estimator", estimator_v1) for v1 in tf_internals.compat_v1_modules()),
+        (tf.keras, "estimator", types.SimpleNamespace(model_to_estimator=model_to_estimator)),
+        (tf.keras.optimizers, "legacy", legacy_namespace()),
+        (tf.keras.layers, "DenseFeatures", DenseFeatures),
+    ]
     for owner, name, value in names:
         _replaced.append((owner, name, getattr(owner, name, _MISSING)))
         setattr(owner, name, value)

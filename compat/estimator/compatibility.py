@@ -8,13 +8,15 @@ Keras names Estimator programs lean on (`tf.compat.v1.layers`,
 `tf.keras.estimator`, `tf.contrib`, ...), has a row: its status and, unless it
 runs as TF 2.15, how it differs or what to use instead. `lookup()` answers for
 any dotted name (below `tf.`), by the longest prefix the table has; the
-migration check (`python -m compat.estimator.check`) reads the same table, and
-tests/test_compatibility.py keeps the table, the code and the document in step.
+migration check (`python -m compat.estimator.check`, check.py) reads the same
+table, and tests/test_compatibility.py keeps the table, the code and the
+document in step.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import sys
@@ -31,70 +33,225 @@ class Entry:
     note: str = ""
 
 
-_KERAS_ENGINE = ("trains the Keras 3 model eagerly (many steps per call); object-based checkpoints keyed as TF 2.15's, "
-                 "no .meta or graph.pbtxt; SessionRunHooks that need a Session are refused with their replacement")
+_KERAS_ENGINE = (
+    "trains the Keras 3 model eagerly (many steps per call); object-based checkpoints keyed as TF 2.15's, "
+    "no .meta or graph.pbtxt; SessionRunHooks that need a Session are refused with their replacement"
+)
 _V1_CANNED = "the TF 1.x class: tf.compat.v1.train optimizers, SUM loss reduction, TF 1.x variable and slot names"
+
+# tf.compat.v1.train's names that TensorFlow 2's tf.train lacks (listed from TF 2.21): a TF 1.x program that
+# reaches them as `tf.train.<name>` with `import tensorflow as tf` fails on any TensorFlow 2
+_TF1_ONLY_TRAIN = (
+    "AdadeltaOptimizer",
+    "AdagradDAOptimizer",
+    "AdagradOptimizer",
+    "AdamOptimizer",
+    "CheckpointSaverHook",
+    "CheckpointSaverListener",
+    "ChiefSessionCreator",
+    "FeedFnHook",
+    "FinalOpsHook",
+    "FtrlOptimizer",
+    "GlobalStepWaiterHook",
+    "GradientDescentOptimizer",
+    "LoggingTensorHook",
+    "LooperThread",
+    "MomentumOptimizer",
+    "MonitoredSession",
+    "MonitoredTrainingSession",
+    "NanLossDuringTrainingError",
+    "NanTensorHook",
+    "NewCheckpointReader",
+    "Optimizer",
+    "ProfilerHook",
+    "ProximalAdagradOptimizer",
+    "ProximalGradientDescentOptimizer",
+    "QueueRunner",
+    "RMSPropOptimizer",
+    "Saver",
+    "SaverDef",
+    "Scaffold",
+    "SecondOrStepTimer",
+    "Server",
+    "SessionCreator",
+    "SessionManager",
+    "SessionRunArgs",
+    "SessionRunContext",
+    "SessionRunHook",
+    "SessionRunValues",
+    "SingularMonitoredSession",
+    "StepCounterHook",
+    "StopAtStepHook",
+    "SummarySaverHook",
+    "Supervisor",
+    "SyncReplicasOptimizer",
+    "VocabInfo",
+    "WorkerSessionCreator",
+    "add_queue_runner",
+    "assert_global_step",
+    "basic_train_loop",
+    "batch",
+    "batch_join",
+    "checkpoint_exists",
+    "cosine_decay",
+    "cosine_decay_restarts",
+    "create_global_step",
+    "do_quantize_training_on_graphdef",
+    "exponential_decay",
+    "export_meta_graph",
+    "generate_checkpoint_state_proto",
+    "get_checkpoint_mtimes",
+    "get_global_step",
+    "get_or_create_global_step",
+    "global_step",
+    "import_meta_graph",
+    "init_from_checkpoint",
+    "input_producer",
+    "inverse_time_decay",
+    "limit_epochs",
+    "linear_cosine_decay",
+    "match_filenames_once",
+    "maybe_batch",
+    "maybe_batch_join",
+    "maybe_shuffle_batch",
+    "maybe_shuffle_batch_join",
+    "natural_exp_decay",
+    "noisy_linear_cosine_decay",
+    "piecewise_constant",
+    "piecewise_constant_decay",
+    "polynomial_decay",
+    "queue_runner",
+    "range_input_producer",
+    "remove_checkpoint",
+    "replica_device_setter",
+    "sdca_fprint",
+    "sdca_optimizer",
+    "sdca_shrink_l1",
+    "shuffle_batch",
+    "shuffle_batch_join",
+    "slice_input_producer",
+    "start_queue_runners",
+    "string_input_producer",
+    "summary_iterator",
+    "update_checkpoint_state",
+    "warm_start",
+    "write_graph",
+)
 
 # Exact names (below `tf.`) and prefixes (ending in "."), for both namespaces where both had the name.
 _ROWS: dict[str, Entry] = {
     # -- the Estimator and its specs
-    "estimator.Estimator": Entry(DIFFERS, "Keras 3 layers called in a model_fn without training= follow the mode and "
-                                          "update their state every step (TF 2.15 ran them in inference mode and never "
-                                          "updated them); a strategy of several replicas is refused (use "
-                                          "model_to_estimator)"),
-    "estimator.RunConfig": Entry(DIFFERS, "with train_distribute in a cluster, the task's properties come from "
-                                          "TF_CONFIG (TF 2.15 left them to its distribute coordinator)"),
-    "estimator.train_and_evaluate": Entry(DIFFERS, "clusters with ps tasks are refused; a restart after max_steps "
-                                                   "trains no extra step and returns (None, None)"),
-    "estimator.CheckpointSaverHook": Entry(SAME, "on model_to_estimator Estimators refused: use "
-                                                 "RunConfig(save_checkpoints_steps=...)"),
-    "estimator.SummarySaverHook": Entry(SAME, "on model_to_estimator Estimators refused: use "
-                                              "RunConfig(save_summary_steps=...)"),
-    "estimator.ProfilerHook": Entry(SAME, "on model_to_estimator Estimators refused: use "
-                                          "keras.callbacks.TensorBoard(profile_batch=...)"),
+    "estimator.Estimator": Entry(
+        DIFFERS,
+        "Keras 3 layers called in a model_fn without training= follow the mode and "
+        "update their state every step (TF 2.15 ran them in inference mode and never "
+        "updated them); a strategy of several replicas is refused (use "
+        "model_to_estimator)",
+    ),
+    "estimator.RunConfig": Entry(
+        DIFFERS,
+        "with train_distribute in a cluster, the task's properties come from "
+        "TF_CONFIG (TF 2.15 left them to its distribute coordinator)",
+    ),
+    "estimator.train_and_evaluate": Entry(
+        DIFFERS,
+        "clusters with ps tasks are refused; a restart after max_steps trains no extra step and returns (None, None)",
+    ),
+    "estimator.CheckpointSaverHook": Entry(
+        SAME, "on model_to_estimator Estimators refused: use RunConfig(save_checkpoints_steps=...)"
+    ),
+    "estimator.SummarySaverHook": Entry(
+        SAME, "on model_to_estimator Estimators refused: use RunConfig(save_summary_steps=...)"
+    ),
+    "estimator.ProfilerHook": Entry(
+        SAME, "on model_to_estimator Estimators refused: use keras.callbacks.TensorBoard(profile_batch=...)"
+    ),
     "estimator.experimental.InMemoryEvaluatorHook": Entry(SAME, "graph-engine Estimators only (model_fn, canned)"),
-    "estimator.add_metrics": Entry(SAME, "Estimators with a model_fn; a model_to_estimator Estimator is refused: add "
-                                         "the metric to model.compile(metrics=...)"),
+    "estimator.add_metrics": Entry(
+        SAME,
+        "Estimators with a model_fn; a model_to_estimator Estimator is refused: add "
+        "the metric to model.compile(metrics=...)",
+    ),
     # -- tf.compat.v1.estimator's own classes (compat/estimator/v1.py)
-    **{f"compat.v1.estimator.{name}": Entry(SAME, _V1_CANNED) for name in (
-        "BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "DNNClassifier", "DNNEstimator",
-        "DNNRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor",
-        "LinearClassifier", "LinearEstimator", "LinearRegressor")},
+    **{
+        f"compat.v1.estimator.{name}": Entry(SAME, _V1_CANNED)
+        for name in (
+            "BaselineClassifier",
+            "BaselineEstimator",
+            "BaselineRegressor",
+            "DNNClassifier",
+            "DNNEstimator",
+            "DNNRegressor",
+            "DNNLinearCombinedClassifier",
+            "DNNLinearCombinedEstimator",
+            "DNNLinearCombinedRegressor",
+            "LinearClassifier",
+            "LinearEstimator",
+            "LinearRegressor",
+        )
+    },
     "compat.v1.estimator.experimental.dnn_logit_fn_builder": Entry(SAME, "TF 1.x's: tf.compat.v1.layers variables"),
     "compat.v1.estimator.experimental.linear_logit_fn_builder": Entry(SAME, "TF 1.x's: tf.compat.v1 linear model"),
-    "compat.v1.estimator.experimental.KMeans": Entry(SAME, "TensorFlow's own clustering kernels; mini-batch runs are "
-                                                           "not bit-reproducible, as in TF 2.15"),
+    "compat.v1.estimator.experimental.KMeans": Entry(
+        SAME, "TensorFlow's own clustering kernels; mini-batch runs are not bit-reproducible, as in TF 2.15"
+    ),
     "estimator.experimental.LinearSDCA": Entry(SAME, "TensorFlow's own SDCA kernels; TF2 feature columns"),
     "estimator.experimental.RNNClassifier": Entry(SAME, "Keras 2 (tf_keras) layers, as TF 2.15 built it"),
     "estimator.experimental.RNNEstimator": Entry(SAME, "Keras 2 (tf_keras) layers, as TF 2.15 built it"),
     # -- TPU
-    "estimator.tpu.TPUEstimator": Entry(DIFFERS, "use_tpu=False only (CPU and GPU, as TF 2.15 ran it there); "
-                                                 "use_tpu=True is refused"),
-    "estimator.tpu.experimental.EmbeddingConfigSpec": Entry(REFUSED, "TPU embeddings have no meaning off a TPU: use "
-                                                                     "tf.feature_column.embedding_column"),
+    "estimator.tpu.TPUEstimator": Entry(
+        DIFFERS, "use_tpu=False only (CPU and GPU, as TF 2.15 ran it there); use_tpu=True is refused"
+    ),
+    "estimator.tpu.experimental.EmbeddingConfigSpec": Entry(
+        REFUSED, "TPU embeddings have no meaning off a TPU: use tf.feature_column.embedding_column"
+    ),
     # -- beyond tf.estimator: names Estimator programs use
     "keras.estimator.model_to_estimator": Entry(DIFFERS, _KERAS_ENGINE),
     "keras.layers.DenseFeatures": Entry(DIFFERS, "a Keras 3 layer over TensorFlow's feature columns (after install())"),
-    "keras.optimizers.legacy.": Entry(DIFFERS, "after install(): Keras 3's optimizer of the same name (one warning); "
-                                               "`Optimizer` is tf_keras' OptimizerV2 base class"),
-    "compat.v1.layers.": Entry(SAME, "tf_keras' legacy layers (TensorFlow's own route under Keras 2), after importing "
-                                     "compat.estimator"),
-    "layers.": Entry(SAME, "tf_keras' legacy layers, after importing compat.estimator"),
+    "keras.optimizers.legacy.": Entry(
+        DIFFERS,
+        "after install(): Keras 3's optimizer of the same name (one warning); "
+        "`Optimizer` is tf_keras' OptimizerV2 base class",
+    ),
+    "compat.v1.layers.": Entry(
+        SAME, "tf_keras' legacy layers (TensorFlow's own route under Keras 2), after importing compat.estimator"
+    ),
+    "layers.": Entry(
+        REFUSED,
+        "a TF 1.x name, not in TensorFlow 2 (nor in TF 2.15): use tf.compat.v1.layers.<name> (or import "
+        "tensorflow.compat.v1 as tf), tf_keras' legacy layers after importing compat.estimator",
+    ),
+    "nn.rnn_cell.": Entry(
+        REFUSED,
+        "a TF 1.x name, not in TensorFlow 2: use tf.compat.v1.nn.rnn_cell.<name> (or import "
+        "tensorflow.compat.v1 as tf)",
+    ),
     "compat.v1.nn.rnn_cell.": Entry(SAME, "tf_keras' legacy cells, after importing compat.estimator"),
     "compat.v1.train.": Entry(SAME, "TensorFlow's own"),
+    "train.": Entry(SAME, "TensorFlow's own"),
     "compat.v1.losses.": Entry(SAME, "TensorFlow's own"),
     "compat.v1.metrics.": Entry(SAME, "TensorFlow's own"),
     "compat.v1.summary.": Entry(SAME, "TensorFlow's own"),
-    "compat.v1.data.": Entry(SAME, "TensorFlow's own; make_one_shot_iterator(...).get_next() in an input_fn is read "
-                                   "as its dataset by model_to_estimator Estimators"),
+    "compat.v1.data.": Entry(
+        SAME,
+        "TensorFlow's own; make_one_shot_iterator(...).get_next() in an input_fn is read "
+        "as its dataset by model_to_estimator Estimators",
+    ),
     "feature_column.": Entry(SAME, "TensorFlow's own"),
     "compat.v1.feature_column.": Entry(SAME, "TensorFlow's own"),
-    "estimator.BoostedTreesClassifier": Entry(REFUSED, "removed from tensorflow_estimator before 2.15: use "
-                                                       "TensorFlow Decision Forests or a DNN/Linear estimator"),
-    "estimator.BoostedTreesRegressor": Entry(REFUSED, "removed from tensorflow_estimator before 2.15: use "
-                                                      "TensorFlow Decision Forests or a DNN/Linear estimator"),
-    "contrib.": Entry(REFUSED, "tf.contrib is not in TensorFlow 2: tf.contrib.estimator's names are tf.estimator's "
-                               "(add_metrics, stop_if_no_decrease_hook, ...); others have no counterpart here"),
+    "estimator.BoostedTreesClassifier": Entry(
+        REFUSED,
+        "removed from tensorflow_estimator before 2.15: use TensorFlow Decision Forests or a DNN/Linear estimator",
+    ),
+    "estimator.BoostedTreesRegressor": Entry(
+        REFUSED,
+        "removed from tensorflow_estimator before 2.15: use TensorFlow Decision Forests or a DNN/Linear estimator",
+    ),
+    "contrib.": Entry(
+        REFUSED,
+        "tf.contrib is not in TensorFlow 2: tf.contrib.estimator's names are tf.estimator's "
+        "(add_metrics, stop_if_no_decrease_hook, ...); others have no counterpart here",
+    ),
     "estimator.": Entry(SAME),
     "compat.v1.estimator.": Entry(SAME),
 }
@@ -104,13 +261,23 @@ def _canonical(dotted: str) -> str:
     """`tf.compat.v1.estimator.X` and `tf.estimator.X` share a row unless the v1 name has its own."""
     dotted = dotted[3:] if dotted.startswith("tf.") else dotted
     if dotted.startswith("compat.v1.estimator.") and dotted not in _ROWS:
-        return "estimator." + dotted[len("compat.v1.estimator."):]
+        return "estimator." + dotted[len("compat.v1.estimator.") :]
     return dotted
+
+
+_TF1_ONLY_TRAIN_ROW = "train.<TF 1.x name>"  # AdamOptimizer, SessionRunHook, get_global_step, Saver, ...
+_TF1_ONLY_TRAIN_NOTE = (
+    "a TF 1.x name, not in TensorFlow 2 (optimizers, hooks, sessions, savers, queues): use tf.compat.v1.train.{} "
+    "(or import tensorflow.compat.v1 as tf)"
+)
 
 
 def lookup(dotted: str) -> Entry:
     """The row for a dotted name below `tf.` (or with it): exact, else the longest prefix, else UNKNOWN."""
     name = _canonical(dotted)
+    if name.startswith("train.") and name.split(".")[1] in _TF1_ONLY_TRAIN:
+        member = name.split(".")[1]
+        return Entry(REFUSED, _TF1_ONLY_TRAIN_NOTE.format(member))
     if name in _ROWS:
         return _ROWS[name]
     prefixes = [key for key in _ROWS if key.endswith(".") and name.startswith(key)]
@@ -124,26 +291,51 @@ def tf215_names() -> list[str]:
     return json.load(open(path))["names"]
 
 
+def known_names() -> list[str]:
+    """TF 2.15's public names and the table's exact rows, each `tf.`-rooted."""
+    return ["tf." + name for name in tf215_names()] + ["tf." + key for key in _ROWS if not key.endswith(".")]
+
+
+def is_known(dotted: str) -> bool:
+    """Whether `dotted` (`tf.`-rooted or not) is one of TF 2.15's public names or an exact row of the table."""
+    name = dotted[3:] if dotted.startswith("tf.") else dotted
+    return name in _ROWS or name in _tf215_set()
+
+
+@functools.cache
+def _tf215_set() -> frozenset[str]:
+    return frozenset(tf215_names())
+
+
 def table() -> list[tuple[str, Entry]]:
     """Every TF 2.15 name, then the other names the table knows, with their rows."""
     names = tf215_names()
     rows = [("tf." + name, lookup(name)) for name in names]
-    rows += [("tf." + key + ("*" if key.endswith(".") else ""), entry) for key, entry in _ROWS.items()
-             if key not in names and "compat.v1." + key not in names
-             and key not in ("estimator.", "compat.v1.estimator.")]
+    rows.append(("tf." + _TF1_ONLY_TRAIN_ROW, Entry(REFUSED, _TF1_ONLY_TRAIN_NOTE.format("<name>"))))
+    rows += [
+        ("tf." + key + ("*" if key.endswith(".") else ""), entry)
+        for key, entry in _ROWS.items()
+        if key not in names and "compat.v1." + key not in names and key not in ("estimator.", "compat.v1.estimator.")
+    ]
     return rows
 
 
 def markdown() -> str:
     rows = table()
     counts = {status: sum(entry.status == status for _, entry in rows) for status in (SAME, DIFFERS, REFUSED)}
-    lines = ["# Compatibility with TF 2.15's tf.estimator", "",
-             "Generated by `python -m compat.estimator.compatibility --markdown` from the table in "
-             "compat/estimator/compatibility.py (tests/test_compatibility.py keeps them in step). Every public name of "
-             "TF 2.15's `tf.estimator` and `tf.compat.v1.estimator`, then names of TensorFlow and Keras that "
-             "Estimator programs use (`*`: every name below).", "",
-             f"{counts[SAME]} as TF 2.15, {counts[DIFFERS]} with a stated difference, {counts[REFUSED]} refused.", "",
-             "| name | status | how it differs, or what to use |", "|---|---|---|"]
+    lines = [
+        "# Compatibility with TF 2.15's tf.estimator",
+        "",
+        "Generated by `python -m compat.estimator.compatibility --markdown` from the table in "
+        "compat/estimator/compatibility.py (tests/test_compatibility.py keeps them in step). Every public name of "
+        "TF 2.15's `tf.estimator` and `tf.compat.v1.estimator`, then names of TensorFlow and Keras that "
+        "Estimator programs use (`*`: every name below).",
+        "",
+        f"{counts[SAME]} as TF 2.15, {counts[DIFFERS]} with a stated difference, {counts[REFUSED]} refused.",
+        "",
+        "| name | status | how it differs, or what to use |",
+        "|---|---|---|",
+    ]
     lines += [f"| `{name}` | {entry.status} | {entry.note} |" for name, entry in rows]
     return "\n".join(lines) + "\n"
 

@@ -13,7 +13,8 @@ weights (trained and saved with the model) and lookup resources.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -27,19 +28,24 @@ def _dense_columns(feature_columns: Any) -> list:
         feature_columns = [feature_columns]
     columns = list(feature_columns)
     if not columns:
-        raise ValueError("Expected feature_columns to be iterable, found dict.") if isinstance(
-            feature_columns, dict) else ValueError("feature_columns must not be empty.")
+        raise (
+            ValueError("Expected feature_columns to be iterable, found dict.")
+            if isinstance(feature_columns, dict)
+            else ValueError("feature_columns must not be empty.")
+        )
     for column in columns:
         if not isinstance(column, fc.DenseColumn):
-            raise ValueError(f"Items of feature_columns must be a DenseColumn. You can wrap a categorical column with "
-                             f"an embedding_column or indicator_column. Given: {column}")
+            raise ValueError(
+                f"Items of feature_columns must be a DenseColumn. You can wrap a categorical column with "
+                f"an embedding_column or indicator_column. Given: {column}"
+            )
     names = [column.name for column in columns]
     if len(set(names)) != len(names):
         raise ValueError(f"Duplicate feature column name found for columns: {sorted(names)}")
     return sorted(columns, key=lambda column: column.name)
 
 
-class _LayerStateManager(fc.StateManager):
+class _LayerStateManager(tf.__internal__.feature_column.StateManager):
     """Where feature columns keep their state: weights of the layer, and lookup tables."""
 
     def __init__(self, layer: keras.layers.Layer) -> None:
@@ -47,15 +53,19 @@ class _LayerStateManager(fc.StateManager):
         self._variables: dict[tuple[str, str], Any] = {}
         self._resources: dict[tuple[str, str], Any] = {}
 
-    def create_variable(self, feature_column, name, shape, dtype=None, trainable=True, use_resource=True,
-                        initializer=None):
+    def create_variable(
+        self, feature_column, name, shape, dtype=None, trainable=True, use_resource=True, initializer=None
+    ):
         key = (feature_column.name, name)
         if key in self._variables:
             raise ValueError(f"Variable already exists: {feature_column.name}/{name}")
-        weight = self._layer.add_weight(name=f"{feature_column.name}_{name}".replace("/", "_"), shape=tuple(shape),
-                                        dtype=tf.as_dtype(dtype or tf.float32).name,
-                                        initializer=initializer or "zeros",
-                                        trainable=self._layer.trainable and trainable)
+        weight = self._layer.add_weight(
+            name=f"{feature_column.name}_{name}".replace("/", "_"),
+            shape=tuple(shape),
+            dtype=tf.as_dtype(dtype or tf.float32).name,
+            initializer=initializer or "zeros",
+            trainable=self._layer.trainable and trainable,
+        )
         self._variables[key] = weight
         return weight
 
@@ -106,11 +116,13 @@ class DenseFeatures(keras.layers.Layer):
         return (batch, sum(column.variable_shape.num_elements() for column in self._feature_columns))
 
     def get_config(self) -> dict:
-        return {**super().get_config(),
-                "feature_columns": [fc.serialize_feature_column(column) for column in self._feature_columns]}
+        return {
+            **super().get_config(),
+            "feature_columns": [fc.serialize_feature_column(column) for column in self._feature_columns],
+        }
 
     @classmethod
-    def from_config(cls, config: dict) -> "DenseFeatures":
+    def from_config(cls, config: dict) -> DenseFeatures:
         config = dict(config)
         config["feature_columns"] = [fc.deserialize_feature_column(column) for column in config["feature_columns"]]
         return cls(**config)

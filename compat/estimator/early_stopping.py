@@ -17,18 +17,18 @@ from __future__ import annotations
 import collections
 import operator
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import tensorflow as tf
 from absl import logging
 
 
-def read_eval_metrics(eval_dir: str) -> "collections.OrderedDict[int, dict]":
+def read_eval_metrics(eval_dir: str) -> collections.OrderedDict[int, dict]:
     """`{global_step: {metric: value}}` from the event files in `eval_dir`, in step order."""
     return eval_results_in(sorted(tf.io.gfile.glob(os.path.join(eval_dir, "*.tfevents.*"))))
 
 
-def eval_results_in(paths) -> "collections.OrderedDict[int, dict]":
+def eval_results_in(paths) -> collections.OrderedDict[int, dict]:
     """`{global_step: {metric: value}}` from these event files, in step order.
 
     Reads the simple values of graph-mode summaries and the scalar tensors of
@@ -40,8 +40,10 @@ def eval_results_in(paths) -> "collections.OrderedDict[int, dict]":
             for value in event.summary.value:
                 if value.HasField("simple_value"):
                     results[event.step][value.tag] = value.simple_value
-                elif value.HasField("tensor") and value.tensor.dtype in (tf.float32.as_datatype_enum,
-                                                                           tf.float64.as_datatype_enum):
+                elif value.HasField("tensor") and value.tensor.dtype in (
+                    tf.float32.as_datatype_enum,
+                    tf.float64.as_datatype_enum,
+                ):
                     array = tf.make_ndarray(value.tensor)
                     if array.size == 1:
                         results[event.step][value.tag] = float(array.reshape(()))
@@ -51,8 +53,9 @@ def eval_results_in(paths) -> "collections.OrderedDict[int, dict]":
 class _StopOnPredicateHook(tf.compat.v1.train.SessionRunHook):
     """Requests a stop when `should_stop_fn()` is true, checked every `every_secs` or `every_steps`."""
 
-    def __init__(self, should_stop_fn: Callable[[], bool], run_every_secs: float | None = 60,
-                 run_every_steps: int | None = None):
+    def __init__(
+        self, should_stop_fn: Callable[[], bool], run_every_secs: float | None = 60, run_every_steps: int | None = None
+    ):
         if not callable(should_stop_fn):
             raise TypeError(f"`should_stop_fn` must be callable, given: {should_stop_fn!r}")
         self._should_stop_fn = should_stop_fn
@@ -75,8 +78,9 @@ class _StopOnPredicateHook(tf.compat.v1.train.SessionRunHook):
                 run_context.request_stop()
 
 
-def make_early_stopping_hook(estimator, should_stop_fn: Callable[[], bool], run_every_secs: float | None = 60,
-                             run_every_steps: int | None = None) -> tf.compat.v1.train.SessionRunHook:
+def make_early_stopping_hook(
+    estimator, should_stop_fn: Callable[[], bool], run_every_secs: float | None = 60, run_every_steps: int | None = None
+) -> tf.compat.v1.train.SessionRunHook:
     """A hook that stops training when `should_stop_fn()` returns True."""
     del estimator  # one machine: no cross-worker stop variable is needed
     if run_every_secs is not None and run_every_steps is not None:
@@ -88,8 +92,17 @@ def _eval_dir(estimator, eval_dir: str | None) -> str:
     return eval_dir or estimator.eval_dir()
 
 
-def _threshold_hook(estimator, metric_name: str, threshold: float, is_past: Callable, word: str,
-                    eval_dir: str | None, min_steps: int, run_every_secs, run_every_steps):
+def _threshold_hook(
+    estimator,
+    metric_name: str,
+    threshold: float,
+    is_past: Callable,
+    word: str,
+    eval_dir: str | None,
+    min_steps: int,
+    run_every_secs,
+    run_every_steps,
+):
     folder = _eval_dir(estimator, eval_dir)
 
     def crossed() -> bool:
@@ -98,20 +111,36 @@ def _threshold_hook(estimator, metric_name: str, threshold: float, is_past: Call
                 continue
             value = metrics[metric_name]
             if is_past(value, threshold):
-                logging.info('At step %s, metric "%s" has value %s which is %s the configured threshold (%s) '
-                             "for early stopping.", step, metric_name, value, word, threshold)
+                logging.info(
+                    'At step %s, metric "%s" has value %s which is %s the configured threshold (%s) '
+                    "for early stopping.",
+                    step,
+                    metric_name,
+                    value,
+                    word,
+                    threshold,
+                )
                 return True
         return False
 
     return make_early_stopping_hook(estimator, crossed, run_every_secs, run_every_steps)
 
 
-def _no_improvement_hook(estimator, metric_name: str, max_steps: int, is_better: Callable, word: str,
-                         eval_dir: str | None, min_steps: int, run_every_secs, run_every_steps):
+def _no_improvement_hook(
+    estimator,
+    metric_name: str,
+    max_steps: int,
+    is_better: Callable,
+    word: str,
+    eval_dir: str | None,
+    min_steps: int,
+    run_every_secs,
+    run_every_steps,
+):
     folder = _eval_dir(estimator, eval_dir)
 
     def stalled() -> bool:
-        best, best_step = None, None
+        best, best_step = None, 0
         for step, metrics in read_eval_metrics(folder).items():
             if step < min_steps or metric_name not in metrics:
                 continue
@@ -119,39 +148,107 @@ def _no_improvement_hook(estimator, metric_name: str, max_steps: int, is_better:
             if best is None or is_better(value, best):
                 best, best_step = value, step
             if step - best_step >= max_steps:
-                logging.info('No %s in metric "%s" for %s steps, which is greater than or equal to max steps (%s) '
-                             "configured for early stopping.", word, metric_name, step - best_step, max_steps)
+                logging.info(
+                    'No %s in metric "%s" for %s steps, which is greater than or equal to max steps (%s) '
+                    "configured for early stopping.",
+                    word,
+                    metric_name,
+                    step - best_step,
+                    max_steps,
+                )
                 return True
         return False
 
     return make_early_stopping_hook(estimator, stalled, run_every_secs, run_every_steps)
 
 
-def stop_if_higher_hook(estimator, metric_name: str, threshold: float, eval_dir: str | None = None,
-                        min_steps: int = 0, run_every_secs: float | None = 60, run_every_steps: int | None = None):
+def stop_if_higher_hook(
+    estimator,
+    metric_name: str,
+    threshold: float,
+    eval_dir: str | None = None,
+    min_steps: int = 0,
+    run_every_secs: float | None = 60,
+    run_every_steps: int | None = None,
+):
     """Stops training once `metric_name` is higher than `threshold`."""
-    return _threshold_hook(estimator, metric_name, threshold, operator.gt, "higher than", eval_dir, min_steps,
-                           run_every_secs, run_every_steps)
+    return _threshold_hook(
+        estimator,
+        metric_name,
+        threshold,
+        operator.gt,
+        "higher than",
+        eval_dir,
+        min_steps,
+        run_every_secs,
+        run_every_steps,
+    )
 
 
-def stop_if_lower_hook(estimator, metric_name: str, threshold: float, eval_dir: str | None = None,
-                       min_steps: int = 0, run_every_secs: float | None = 60, run_every_steps: int | None = None):
+def stop_if_lower_hook(
+    estimator,
+    metric_name: str,
+    threshold: float,
+    eval_dir: str | None = None,
+    min_steps: int = 0,
+    run_every_secs: float | None = 60,
+    run_every_steps: int | None = None,
+):
     """Stops training once `metric_name` is lower than `threshold`."""
-    return _threshold_hook(estimator, metric_name, threshold, operator.lt, "lower than", eval_dir, min_steps,
-                           run_every_secs, run_every_steps)
+    return _threshold_hook(
+        estimator,
+        metric_name,
+        threshold,
+        operator.lt,
+        "lower than",
+        eval_dir,
+        min_steps,
+        run_every_secs,
+        run_every_steps,
+    )
 
 
-def stop_if_no_increase_hook(estimator, metric_name: str, max_steps_without_increase: int,
-                             eval_dir: str | None = None, min_steps: int = 0, run_every_secs: float | None = 60,
-                             run_every_steps: int | None = None):
+def stop_if_no_increase_hook(
+    estimator,
+    metric_name: str,
+    max_steps_without_increase: int,
+    eval_dir: str | None = None,
+    min_steps: int = 0,
+    run_every_secs: float | None = 60,
+    run_every_steps: int | None = None,
+):
     """Stops training once `metric_name` has not increased for `max_steps_without_increase` steps."""
-    return _no_improvement_hook(estimator, metric_name, max_steps_without_increase, operator.gt, "increase",
-                                eval_dir, min_steps, run_every_secs, run_every_steps)
+    return _no_improvement_hook(
+        estimator,
+        metric_name,
+        max_steps_without_increase,
+        operator.gt,
+        "increase",
+        eval_dir,
+        min_steps,
+        run_every_secs,
+        run_every_steps,
+    )
 
 
-def stop_if_no_decrease_hook(estimator, metric_name: str, max_steps_without_decrease: int,
-                             eval_dir: str | None = None, min_steps: int = 0, run_every_secs: float | None = 60,
-                             run_every_steps: int | None = None):
+def stop_if_no_decrease_hook(
+    estimator,
+    metric_name: str,
+    max_steps_without_decrease: int,
+    eval_dir: str | None = None,
+    min_steps: int = 0,
+    run_every_secs: float | None = 60,
+    run_every_steps: int | None = None,
+):
     """Stops training once `metric_name` has not decreased for `max_steps_without_decrease` steps."""
-    return _no_improvement_hook(estimator, metric_name, max_steps_without_decrease, operator.lt, "decrease",
-                                eval_dir, min_steps, run_every_secs, run_every_steps)
+    return _no_improvement_hook(
+        estimator,
+        metric_name,
+        max_steps_without_decrease,
+        operator.lt,
+        "decrease",
+        eval_dir,
+        min_steps,
+        run_every_secs,
+        run_every_steps,
+    )

@@ -20,26 +20,33 @@ statistics, dropout's seed) is updated with every training step, as the
 UPDATE_OPS of TF 1.x layers were when a model_fn ran them.
 
 `model_to_estimator` returns a `KerasEstimator` (compat/estimator/keras_lib.py),
-which trains a Keras 3 model eagerly; it shares this class's public methods
-that concern the model folder.
+which trains a Keras 3 model eagerly: a sibling of this class over
+`EstimatorBase` (base.py: the model folder, config, params, checkpoint reads),
+registered as an `Estimator`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import os
-import tempfile
-import time
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from compat import atomic, tf_internals
 from compat.checkpoints import newest_readable_in
 from compat.estimator import warm_starting
+from compat.estimator.base import (
+    EstimatorBase,
+    check_train_steps,
+    extract_keys,
+    per_example,
+    timestamped_dir,
+    write_checkpoint_path_to_summary,
+    write_dict_to_summary,
+)
 from compat.estimator.export import export as export_lib
 from compat.estimator.input_fns import input_fn_kwargs, parse_input_fn_result
 from compat.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
@@ -48,9 +55,18 @@ from compat.estimator.run_config import RunConfig, TaskType
 _v1 = tf.compat.v1
 _VALID_MODEL_FN_ARGS = {"features", "labels", "mode", "params", "self", "config"}
 # What a subclass of Estimator may define itself (TF 2.15's list); anything else it inherits as it is.
-_ALLOWED_OVERRIDES = {"model_fn", "_create_and_assert_global_step", "_export_all_saved_models", "latest_checkpoint",
-                      "_tf_api_names", "_tf_api_names_v1", "_estimator_api_names", "_estimator_api_names_v1",
-                      "_estimator_api_constants", "_estimator_api_constants_v1"}
+_ALLOWED_OVERRIDES = {
+    "model_fn",
+    "_create_and_assert_global_step",
+    "_export_all_saved_models",
+    "latest_checkpoint",
+    "_tf_api_names",
+    "_tf_api_names_v1",
+    "_estimator_api_names",
+    "_estimator_api_names_v1",
+    "_estimator_api_constants",
+    "_estimator_api_constants_v1",
+}
 _ASSIGNMENTS = {"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"}
 
 
@@ -60,47 +76,16 @@ def verify_model_fn_args(model_fn: Callable, params: dict | None) -> None:
     if "features" not in args:
         raise ValueError(f"model_fn ({model_fn}) must include features argument.")
     if params is not None and "params" not in args:
-        raise ValueError(f"model_fn ({model_fn}) does not include params argument, but params ({params}) is passed "
-                         "to Estimator.")
+        raise ValueError(
+            f"model_fn ({model_fn}) does not include params argument, but params ({params}) is passed to Estimator."
+        )
     if params is None and "params" in args:
-        tf.compat.v1.logging.warn("Estimator's model_fn (%s) includes params argument, but params are not passed to "
-                         "Estimator.", model_fn)
+        tf.compat.v1.logging.warn(
+            "Estimator's model_fn (%s) includes params argument, but params are not passed to Estimator.", model_fn
+        )
     unexpected = sorted(args - _VALID_MODEL_FN_ARGS)
     if unexpected:
         raise ValueError(f"model_fn ({model_fn}) has following not expected args: {unexpected}")
-
-
-def default_session_config() -> tf.compat.v1.ConfigProto:
-    """TF 2.15's session config for an Estimator: soft placement, one pass of the graph optimizers."""
-    config = _v1.ConfigProto(allow_soft_placement=True)
-    config.graph_options.rewrite_options.meta_optimizer_iterations = 1  # RewriterConfig.ONE
-    return config
-
-
-def config_with_model_dir(config: RunConfig | None, model_dir: Any) -> RunConfig:
-    """The Estimator's copy of `config`, with its model_dir (a temporary folder if none) and a session config.
-
-    `replace` deep-copies, so a RunConfig subclass, and attributes set on it,
-    reach the model_fn as they were given.
-    """
-    if config is None:
-        config = RunConfig()
-        tf.compat.v1.logging.info("Using default config.")
-    if not isinstance(config, RunConfig):
-        raise ValueError(f"config must be an instance of `RunConfig`, but provided {config}.")
-    if config.session_config is None:
-        config = config.replace(session_config=default_session_config())
-    model_dir = os.fspath(model_dir) if model_dir is not None else None
-    if model_dir is not None and config.model_dir is not None and config.model_dir != model_dir:
-        raise ValueError("`model_dir` are set both in constructor and `RunConfig`, but with different values. In "
-                         f"constructor: '{model_dir}', in `RunConfig`: '{config.model_dir}' ")
-    if model_dir:
-        return config.replace(model_dir=model_dir)
-    if config.model_dir is None:
-        model_dir = tempfile.mkdtemp()
-        tf.compat.v1.logging.warn("Using temporary folder as model directory: %s", model_dir)
-        return config.replace(model_dir=model_dir)
-    return config
 
 
 def replica_device_setter(config: RunConfig) -> Callable | None:
@@ -109,12 +94,25 @@ def replica_device_setter(config: RunConfig) -> Callable | None:
         return None
     worker_device = f"/job:{config.task_type}/task:{config.task_id}" if config.task_type else "/job:worker"
     return _v1.train.replica_device_setter(
-        ps_tasks=config.num_ps_replicas, worker_device=worker_device, merge_devices=True,
-        ps_ops=["Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable", "MutableHashTableV2",
-                "MutableHashTableOfTensors", "MutableHashTableOfTensorsV2", "MutableDenseHashTable",
-                "MutableDenseHashTableV2", "VarHandleOp", "BoostedTreesEnsembleResourceHandleOp",
-                "BoostedTreesQuantileStreamResourceHandleOp"],
-        cluster=config.cluster_spec)
+        ps_tasks=config.num_ps_replicas,
+        worker_device=worker_device,
+        merge_devices=True,
+        ps_ops=[
+            "Variable",
+            "VariableV2",
+            "AutoReloadVariable",
+            "MutableHashTable",
+            "MutableHashTableV2",
+            "MutableHashTableOfTensors",
+            "MutableHashTableOfTensorsV2",
+            "MutableDenseHashTable",
+            "MutableDenseHashTableV2",
+            "VarHandleOp",
+            "BoostedTreesEnsembleResourceHandleOp",
+            "BoostedTreesQuantileStreamResourceHandleOp",
+        ],
+        cluster=config.cluster_spec,
+    )
 
 
 def _ancestors(roots: Iterable) -> set[str]:
@@ -150,8 +148,9 @@ def _state_updates_nothing_runs(graph: tf.Graph, first_op: int, spec: EstimatorS
     candidates = [op for op in candidates if op.inputs[0].name in handles and op.name not in initializers]
     if not candidates:
         return []
-    reached = _ancestors([spec.train_op, spec.loss, *tf.nest.flatten(spec.predictions),
-                          *_v1.get_collection(_v1.GraphKeys.UPDATE_OPS)])
+    reached = _ancestors(
+        [spec.train_op, spec.loss, *tf.nest.flatten(spec.predictions), *_v1.get_collection(_v1.GraphKeys.UPDATE_OPS)]
+    )
     return [op for op in candidates if op.name not in reached]
 
 
@@ -180,16 +179,6 @@ def _check_listeners(listeners: Iterable | None) -> list:
     return listeners
 
 
-def check_train_steps(steps: int | None, max_steps: int | None) -> None:
-    """`train()`'s `steps` (relative) and `max_steps` (absolute): at most one, positive; TF 2.15's messages."""
-    if steps is not None and max_steps is not None:
-        raise ValueError("Can not provide both steps and max_steps.")
-    if steps is not None and steps <= 0:
-        raise ValueError(f"Must specify steps > 0, given: {steps}")
-    if max_steps is not None and max_steps <= 0:
-        raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
-
-
 def check_restorable(checkpoint_path: str | None) -> None:
     """A clear error, before any session, when the checkpoint lacks variables the default graph has."""
     if checkpoint_path is None:
@@ -202,73 +191,8 @@ def check_restorable(checkpoint_path: str | None) -> None:
         raise ValueError(
             f"The checkpoint {checkpoint_path} was written by another model: it lacks {shown}. Train this model in a "
             "new model_dir, or reuse the matching part with warm_start_from=WarmStartSettings(<that folder>, "
-            "vars_to_warm_start=...)")
-
-
-def timestamped_dir(base: str) -> str:
-    """`<base>/<int(time.time())>`, a second later while that name is taken, as TF 2.15."""
-    for attempt in range(10):
-        path = os.path.join(base, str(int(time.time())))
-        if not tf.io.gfile.exists(path):  # tf.io.gfile: model folders may be on gs://, ram://, ...
-            return path
-        logging.warning("Directory %s already exists; retrying (attempt %d/10)", path, attempt + 1)
-        time.sleep(1)
-    raise RuntimeError(f"Failed to obtain a unique export directory name under {base} after 10 attempts.")
-
-
-def write_dict_to_summary(output_dir: str, results: dict, global_step: int) -> None:
-    """An evaluation's results as one summary event in `output_dir`, as TF 2.15 wrote them.
-
-    Numbers become scalars; a serialized `Summary` (an image or histogram
-    summary returned as a metric) is written as its values, tagged
-    `<key>/<i>`; an array becomes a tensor summary; `global_step` is the
-    event's step, not a value.
-    """
-    from google.protobuf import message
-
-    shown = ", ".join(f"{key} = {value}" for key, value in sorted(results.items()) if not isinstance(value, bytes))
-    tf.compat.v1.logging.info("Saving dict for global step %d: %s", global_step, shown)
-    summary = _v1.Summary()
-    for key, value in results.items():
-        if value is None or key == "global_step":
-            continue
-        if isinstance(value, (np.floating, float)):
-            summary.value.add(tag=key, simple_value=float(value))
-        elif isinstance(value, (np.integer, int)) and not isinstance(value, bool):
-            summary.value.add(tag=key, simple_value=int(value))
-        elif isinstance(value, bytes):
-            try:
-                parsed = _v1.Summary.FromString(value)
-            except message.DecodeError:
-                tf.compat.v1.logging.warn("Skipping summary for %s, cannot parse string to Summary.", key)
-                continue
-            for index, item in enumerate(parsed.value):
-                item.tag = f"{key}/{index}"
-            summary.value.extend(parsed.value)
-        elif isinstance(value, np.ndarray):
-            item = summary.value.add(tag=key, node_name=key)
-            item.tensor.CopyFrom(tf.make_tensor_proto(value))
-        else:
-            tf.compat.v1.logging.warn("Skipping summary for %s, must be a float, np.float32, np.int64, np.int32 or int or "
-                             "np.ndarray or a serialized string of Summary.", key)
-    writer = _summary_writer(output_dir)
-    writer.add_summary(summary, global_step)
-    writer.flush()
-
-
-def write_checkpoint_path_to_summary(output_dir: str, checkpoint_path: str, global_step: int) -> None:
-    """The evaluated checkpoint's path as a string tensor summary `checkpoint_path` (BestExporter reads it)."""
-    tf.compat.v1.logging.info("Saving 'checkpoint_path' summary for global step %d: %s", global_step, checkpoint_path)
-    summary = _v1.Summary()
-    summary.value.add(tag="checkpoint_path", tensor=tf.make_tensor_proto(checkpoint_path, dtype=tf.string))
-    writer = _summary_writer(output_dir)
-    writer.add_summary(summary, global_step)
-    writer.flush()
-
-
-def _summary_writer(folder: str):
-    with tf.Graph().as_default():  # the v1 writer cache refuses to open a writer eagerly
-        return _v1.summary.FileWriterCache.get(folder)
+            "vars_to_warm_start=...)"
+        )
 
 
 def _uses_dataset_or_queue(features: Any) -> bool:
@@ -278,11 +202,22 @@ def _uses_dataset_or_queue(features: Any) -> bool:
     return bool(_v1.get_collection(_v1.GraphKeys.QUEUE_RUNNERS))
 
 
-class Estimator:
-    """tf.estimator.Estimator: trains, evaluates, predicts and exports with a model_fn."""
+class Estimator(EstimatorBase):
+    """tf.estimator.Estimator: trains, evaluates, predicts and exports with a model_fn.
 
-    def __init__(self, model_fn: Callable, model_dir: str | None = None, config: RunConfig | None = None,
-                 params: dict | None = None, warm_start_from: Any = None):
+    Its metaclass (ABCMeta, from EstimatorBase) lets the Keras engine, a sibling
+    over EstimatorBase, register as a tf.estimator.Estimator without inheriting
+    this graph engine.
+    """
+
+    def __init__(
+        self,
+        model_fn: Callable,
+        model_dir: str | None = None,
+        config: RunConfig | None = None,
+        params: dict | None = None,
+        warm_start_from: Any = None,
+    ):
         self.__class__._assert_members_are_not_overridden(self)
         self._init_common(model_dir, config, params)
         if model_fn is None:
@@ -292,41 +227,30 @@ class Estimator:
         self._warm_start_settings = warm_starting.settings_from(warm_start_from)
 
     def _init_common(self, model_dir: str | None, config: RunConfig | None, params: dict | None) -> None:
-        self._config = config_with_model_dir(config, model_dir)
-        self._model_dir = self._config.model_dir
+        self._init_base(model_dir, config, params)
         self._session_config = self._config.session_config
         self._train_distribution = self._config.train_distribute
         self._eval_distribution = self._config.eval_distribute
         self._device_fn = self._config.device_fn or replica_device_setter(self._config)
-        self._params = copy.deepcopy(params or {})
-        tf.compat.v1.logging.info("Using config: %s", str(vars(self._config)))
 
     def _assert_members_are_not_overridden(self) -> None:
         """A subclass that redefines train, evaluate, ... is refused, as in TF 2.15: the contract of these
         methods is the Estimator's. This project's own engines are not user subclasses."""
         cls = type(self)
-        if cls.__name__ in ("TPUEstimator", "KerasEstimator") and cls.__module__.startswith("compat."):
+        if cls.__name__ == "TPUEstimator" and cls.__module__.startswith("compat."):
             return
-        own = {name for name in dir(Estimator) if not name.startswith("__")}
-        overridden = [name for name in (own & set(cls.__dict__)) - _ALLOWED_OVERRIDES
-                      if getattr(Estimator, name) != getattr(cls, name)]
+        own = {name for name in dir(Estimator) if not name.startswith("__") and not name.startswith("_abc")}
+        overridden = [
+            name
+            for name in (own & set(cls.__dict__)) - _ALLOWED_OVERRIDES
+            if getattr(Estimator, name) != getattr(cls, name)
+        ]
         if overridden:
-            raise ValueError(f"Subclasses of Estimator cannot override members of Estimator. {cls} does override "
-                             f"{overridden}")
+            raise ValueError(
+                f"Subclasses of Estimator cannot override members of Estimator. {cls} does override {overridden}"
+            )
 
     # -- properties, as tf.estimator ------------------------------------------
-    @property
-    def model_dir(self) -> str:
-        return self._model_dir
-
-    @property
-    def config(self) -> RunConfig:
-        return copy.deepcopy(self._config)
-
-    @property
-    def params(self) -> dict:
-        return copy.deepcopy(self._params)
-
     @property
     def model_fn(self) -> Callable:
         """The model_fn with this Estimator's params bound: `model_fn(features, labels, mode, config)`."""
@@ -335,34 +259,6 @@ class Estimator:
             return self._call_model_fn(features, labels, mode, config)
 
         return public_model_fn
-
-    def eval_dir(self, name: str | None = None) -> str:
-        return os.path.join(self._model_dir, "eval" if not name else f"eval_{name}")
-
-    def latest_checkpoint(self) -> str | None:
-        return tf.train.latest_checkpoint(self._model_dir)
-
-    def get_variable_names(self) -> list[str]:
-        return [name for name, _ in tf.train.list_variables(self._require_checkpoint())]
-
-    def get_variable_value(self, name: str) -> np.ndarray:
-        return tf.train.load_variable(self._require_checkpoint(), name)
-
-    def _require_checkpoint(self) -> str:
-        latest = self.latest_checkpoint()
-        if latest is None:
-            raise ValueError(f"Could not find trained model in model_dir: {self._model_dir}.")
-        return latest
-
-    def _checkpoint_step(self) -> int:
-        """The global step of the latest checkpoint; 0 without one."""
-        latest = self.latest_checkpoint()
-        if latest is None:
-            return 0
-        try:
-            return int(tf.train.load_variable(latest, "global_step"))
-        except (tf.errors.NotFoundError, ValueError):
-            return int(latest.rsplit("-", 1)[1])
 
     # -- graph building -------------------------------------------------------
     def _create_and_assert_global_step(self, graph: tf.Graph) -> tf.Variable:
@@ -380,8 +276,9 @@ class Estimator:
             yield graph
 
     def _call_input_fn(self, input_fn: Callable, mode: str, input_context: Any = None) -> Any:
-        kwargs = input_fn_kwargs(input_fn, params=self.params, mode=mode, config=self.config,
-                                 input_context=input_context)
+        kwargs = input_fn_kwargs(
+            input_fn, params=self.params, mode=mode, config=self.config, input_context=input_context
+        )
         with tf.device("/cpu:0"):  # input ops on the host, as TF 2.15 placed them
             return input_fn(**kwargs)
 
@@ -404,8 +301,9 @@ class Estimator:
             spec = self._model_fn(features=features, **kwargs)
         tf.compat.v1.logging.info("Done calling model_fn.")
         if not isinstance(spec, EstimatorSpec):
-            raise ValueError(f"model_fn should return an EstimatorSpec. It returned {type(spec).__name__} in "
-                             f"{mode} mode")
+            raise ValueError(
+                f"model_fn should return an EstimatorSpec. It returned {type(spec).__name__} in {mode} mode"
+            )
         if mode == ModeKeys.TRAIN and spec.train_op is not None:
             updates = _state_updates_nothing_runs(graph, first_op, spec)
             if updates:
@@ -428,13 +326,21 @@ class Estimator:
             warm_starting.warm_start(self._warm_start_settings)
 
     # -- train ------------------------------------------------------------------
-    def train(self, input_fn: Callable, hooks=None, steps: int | None = None, max_steps: int | None = None,
-              saving_listeners=None) -> "Estimator":
+    def train(
+        self,
+        input_fn: Callable,
+        hooks=None,
+        steps: int | None = None,
+        max_steps: int | None = None,
+        saving_listeners=None,
+    ) -> Estimator:
         """Trains from the latest checkpoint: `steps` more, or up to the absolute `max_steps`."""
         if self._config.task_type in (TaskType.EVALUATOR, TaskType.PS):
-            raise ValueError("Train has been called wrong configuration. Please use tf.estimator.train_and_evaluate "
-                             f"which calls proper API according to given configuration. Current configuration: "
-                             f"{self._config}.")
+            raise ValueError(
+                "Train has been called wrong configuration. Please use tf.estimator.train_and_evaluate "
+                f"which calls proper API according to given configuration. Current configuration: "
+                f"{self._config}."
+            )
         check_train_steps(steps, max_steps)
         self._check_strategy(self._train_distribution)
         if max_steps is not None and max_steps <= self._checkpoint_step():
@@ -456,14 +362,18 @@ class Estimator:
         if strategy is None:
             return
         if strategy.num_replicas_in_sync == 1 and not distribution.is_multi_worker(strategy):
-            logging.info("train_distribute=%s has one replica: the graph engine trains on that device without "
-                         "it, with the same result", type(strategy).__name__)
+            logging.info(
+                "train_distribute=%s has one replica: the graph engine trains on that device without "
+                "it, with the same result",
+                type(strategy).__name__,
+            )
             return
         raise distribution.UnsupportedStrategyError(
             f"RunConfig(train_distribute={type(strategy).__name__}) with {strategy.num_replicas_in_sync} replicas: a "
             "custom model_fn or canned Estimator trains on one device in compat.estimator; strategies of several "
             "replicas run on model_to_estimator Estimators (MirroredStrategy, MultiWorkerMirroredStrategy). "
-            "Remove train_distribute, or build the model in Keras")
+            "Remove train_distribute, or build the model in Keras"
+        )
 
     def _train_model(self, input_fn: Callable, hooks: list, listeners: list) -> Any:
         with self._new_graph() as graph, graph.device(self._device_fn):
@@ -472,8 +382,9 @@ class Estimator:
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
             return self._train_with_spec(spec, [*input_hooks, *hooks], global_step, listeners)
 
-    def _train_with_spec(self, spec: EstimatorSpec, worker_hooks: list, global_step: tf.Variable,
-                         listeners: list) -> Any:
+    def _train_with_spec(
+        self, spec: EstimatorSpec, worker_hooks: list, global_step: tf.Variable, listeners: list
+    ) -> Any:
         config = self._config
         if self._warm_start_settings and not self.latest_checkpoint():
             tf.compat.v1.logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
@@ -487,14 +398,23 @@ class Estimator:
             # fetched beside the train op is not ordered with the increment and may see either value.
             with tf.control_dependencies([spec.train_op]):
                 trained_step = tf.identity(global_step.read_value()) - 1
-            worker_hooks.append(_v1.train.LoggingTensorHook({"loss": spec.loss, "step": trained_step},
-                                                            every_n_iter=config.log_step_count_steps))
+            worker_hooks.append(
+                _v1.train.LoggingTensorHook(
+                    {"loss": spec.loss, "step": trained_step}, every_n_iter=config.log_step_count_steps
+                )
+            )
         worker_hooks.extend(spec.training_hooks)
         if not (spec.scaffold.saver or _v1.get_collection(_v1.GraphKeys.SAVERS)):
-            _v1.add_to_collection(_v1.GraphKeys.SAVERS, _v1.train.Saver(
-                sharded=True, max_to_keep=config.keep_checkpoint_max,
-                keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours, defer_build=True,
-                save_relative_paths=True))
+            _v1.add_to_collection(
+                _v1.GraphKeys.SAVERS,
+                _v1.train.Saver(
+                    sharded=True,
+                    max_to_keep=config.keep_checkpoint_max,
+                    keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
+                    defer_build=True,
+                    save_relative_paths=True,
+                ),
+            )
         check_restorable(newest_readable_in(self._model_dir))  # past a damaged latest, which TF 2.15 could not
         chief_hooks = self._checkpoint_hooks(spec, worker_hooks, listeners)
         save_summary_steps, log_step_count_steps = config.save_summary_steps, config.log_step_count_steps
@@ -504,19 +424,32 @@ class Estimator:
             save_summary_steps, log_step_count_steps = 0, None
             if config.task_type == TaskType.WORKER and config.task_id == 0:
                 if config.save_summary_steps and config.save_summary_steps > 0:
-                    worker_hooks.append(_v1.train.SummarySaverHook(
-                        save_steps=config.save_summary_steps, output_dir=config.model_dir, scaffold=spec.scaffold))
+                    worker_hooks.append(
+                        _v1.train.SummarySaverHook(
+                            save_steps=config.save_summary_steps, output_dir=config.model_dir, scaffold=spec.scaffold
+                        )
+                    )
                 if config.log_step_count_steps and config.log_step_count_steps > 0:
-                    worker_hooks.append(_v1.train.StepCounterHook(
-                        every_n_steps=config.log_step_count_steps, output_dir=config.model_dir))
+                    worker_hooks.append(
+                        _v1.train.StepCounterHook(
+                            every_n_steps=config.log_step_count_steps, output_dir=config.model_dir
+                        )
+                    )
         loss, steps = None, 0
         with tf_internals.monitored_training_session(
-                master=config.master, is_chief=config.is_chief, checkpoint_dir=self._model_dir,
-                scaffold=spec.scaffold, hooks=worker_hooks,
-                chief_only_hooks=(*chief_hooks, *spec.training_chief_hooks), save_checkpoint_secs=0,
-                save_summaries_steps=save_summary_steps, config=self._session_config,
-                max_wait_secs=config.session_creation_timeout_secs, log_step_count_steps=log_step_count_steps,
-                save_graph_def=config.checkpoint_save_graph_def) as session:
+            master=config.master,
+            is_chief=config.is_chief,
+            checkpoint_dir=self._model_dir,
+            scaffold=spec.scaffold,
+            hooks=worker_hooks,
+            chief_only_hooks=(*chief_hooks, *spec.training_chief_hooks),
+            save_checkpoint_secs=0,
+            save_summaries_steps=save_summary_steps,
+            config=self._session_config,
+            max_wait_secs=config.session_creation_timeout_secs,
+            log_step_count_steps=log_step_count_steps,
+            save_graph_def=config.checkpoint_save_graph_def,
+        ) as session:
             while not session.should_stop():
                 steps += 1
                 _, loss = session.run([spec.train_op, spec.loss])
@@ -527,43 +460,68 @@ class Estimator:
     def _checkpoint_hooks(self, spec: EstimatorSpec, worker_hooks: list, listeners: list) -> list:
         """The chief's CheckpointSaverHook, unless a hook given saves already; the listeners join it."""
         config = self._config
-        savers = [hook for hook in [*worker_hooks, *spec.training_chief_hooks]
-                  if isinstance(hook, _v1.train.CheckpointSaverHook)]
+        savers = [
+            hook
+            for hook in [*worker_hooks, *spec.training_chief_hooks]
+            if isinstance(hook, _v1.train.CheckpointSaverHook)
+        ]
         chief_hooks = []
         if (config.save_checkpoints_secs or config.save_checkpoints_steps) and not savers:
-            chief_hooks = [_v1.train.CheckpointSaverHook(
-                self._model_dir, save_secs=config.save_checkpoints_secs, save_steps=config.save_checkpoints_steps,
-                scaffold=spec.scaffold, save_graph_def=config.checkpoint_save_graph_def)]
+            chief_hooks = [
+                _v1.train.CheckpointSaverHook(
+                    self._model_dir,
+                    save_secs=config.save_checkpoints_secs,
+                    save_steps=config.save_checkpoints_steps,
+                    scaffold=spec.scaffold,
+                    save_graph_def=config.checkpoint_save_graph_def,
+                )
+            ]
             savers = chief_hooks
         if listeners:
             if not savers:
-                raise ValueError("There should be a CheckpointSaverHook to use saving_listeners. Please set one of the "
-                                 "RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs.")
+                raise ValueError(
+                    "There should be a CheckpointSaverHook to use saving_listeners. Please set one of the "
+                    "RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs."
+                )
             attached = tf_internals.saver_listeners(savers[0])  # TF 2.15 used the first saver hook, a user's too
             attached.extend(listener for listener in listeners if listener not in attached)
         return chief_hooks
 
     # -- evaluate ----------------------------------------------------------------
-    def evaluate(self, input_fn: Callable, steps: int | None = None, hooks=None,
-                 checkpoint_path: str | None = None, name: str | None = None) -> dict:
+    def evaluate(
+        self,
+        input_fn: Callable,
+        steps: int | None = None,
+        hooks=None,
+        checkpoint_path: str | None = None,
+        name: str | None = None,
+    ) -> dict:
         """Metrics of a checkpoint (default: the latest): eval_metric_ops, `loss` and `global_step`."""
         hooks = [*check_hooks(hooks), *evaluation_steps_hooks(steps)]
         if not checkpoint_path:
             checkpoint_path = self.latest_checkpoint()
             if not checkpoint_path:
-                tf.compat.v1.logging.info(f"Could not find trained model in model_dir: {self._model_dir}, running "
-                                 "initialization to evaluate.")
+                tf.compat.v1.logging.info(
+                    f"Could not find trained model in model_dir: {self._model_dir}, running initialization to evaluate."
+                )
         with self._new_graph():
             scaffold, update_op, values, all_hooks = self._evaluation_graph(input_fn, hooks, checkpoint_path)
             check_restorable(checkpoint_path)
             return self._run_evaluation(checkpoint_path, scaffold, update_op, values, all_hooks, self.eval_dir(name))
 
-    def _run_evaluation(self, checkpoint_path: str | None, scaffold, update_op, values: dict, hooks: list,
-                        output_dir: str) -> dict:
+    def _run_evaluation(
+        self, checkpoint_path: str | None, scaffold, update_op, values: dict, hooks: list, output_dir: str
+    ) -> dict:
         """Runs an evaluation graph built by `_evaluation_graph` to its end; writes and returns its results."""
         results = tf_internals.evaluate_once(
-            checkpoint_path=checkpoint_path, master=self._config.evaluation_master, scaffold=scaffold,
-            eval_ops=update_op, final_ops=values, hooks=hooks, config=self._session_config)
+            checkpoint_path=checkpoint_path,
+            master=self._config.evaluation_master,
+            scaffold=scaffold,
+            eval_ops=update_op,
+            final_ops=values,
+            hooks=hooks,
+            config=self._session_config,
+        )
         step = int(results["global_step"])
         write_dict_to_summary(output_dir, results, step)
         if checkpoint_path:
@@ -575,47 +533,65 @@ class Estimator:
         features, labels, input_hooks = self._features_and_labels(input_fn, ModeKeys.EVAL)
         spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
         if LOSS_METRIC_KEY in spec.eval_metric_ops:
-            raise ValueError(f'Metric with name "{LOSS_METRIC_KEY}" is not allowed, because Estimator already defines '
-                             "a default metric with the same name.")
+            raise ValueError(
+                f'Metric with name "{LOSS_METRIC_KEY}" is not allowed, because Estimator already defines '
+                "a default metric with the same name."
+            )
         metrics = {**spec.eval_metric_ops, LOSS_METRIC_KEY: _v1.metrics.mean(spec.loss)}
         self._maybe_warm_start(checkpoint_path)
         values = {name: metric[0] for name, metric in sorted(metrics.items())}
         update_op = tf.group(*(metric[1] for _, metric in sorted(metrics.items())))
         if _v1.GraphKeys.GLOBAL_STEP in values:
-            raise ValueError("Metric with name `global_step` is not allowed, because Estimator already defines a "
-                             "default metric with the same name.")
+            raise ValueError(
+                "Metric with name `global_step` is not allowed, because Estimator already defines a "
+                "default metric with the same name."
+            )
         values[_v1.GraphKeys.GLOBAL_STEP] = _v1.train.get_global_step()
         scaffold = spec.scaffold
         if scaffold.local_init_op is not None:  # the model's own local init, and the metrics' and eval step's
             tf_internals.create_eval_step()
             scaffold = _v1.train.Scaffold(
                 local_init_op=tf.group(scaffold.local_init_op, _v1.train.Scaffold.default_local_init_op()),
-                copy_from_scaffold=scaffold)
+                copy_from_scaffold=scaffold,
+            )
         return scaffold, update_op, values, [*input_hooks, *hooks, *spec.evaluation_hooks]
 
     # -- predict -----------------------------------------------------------------
-    def predict(self, input_fn: Callable, predict_keys: Sequence[str] | None = None, hooks=None,
-                checkpoint_path: str | None = None, yield_single_examples: bool = True) -> Iterator:
+    def predict(
+        self,
+        input_fn: Callable,
+        predict_keys: Sequence[str] | None = None,
+        hooks=None,
+        checkpoint_path: str | None = None,
+        yield_single_examples: bool = True,
+    ) -> Iterator:
         """Yields the model_fn's predictions per example (or per batch), from a checkpoint."""
         hooks = check_hooks(hooks)
         checkpoint_path = checkpoint_path or self.latest_checkpoint()
         if not checkpoint_path:
-            tf.compat.v1.logging.info(f"Could not find trained model in model_dir: {self._model_dir}, running initialization "
-                             "to predict.")
+            tf.compat.v1.logging.info(
+                f"Could not find trained model in model_dir: {self._model_dir}, running initialization to predict."
+            )
         with self._new_graph():
             features, _, input_hooks = self._features_and_labels(input_fn, ModeKeys.PREDICT)
             if not _uses_dataset_or_queue(features):
-                tf.compat.v1.logging.warning("Input graph does not use tf.data.Dataset or contain a QueueRunner. That means "
-                                    "predict yields forever. This is probably a mistake.")
+                tf.compat.v1.logging.warning(
+                    "Input graph does not use tf.data.Dataset or contain a QueueRunner. That means "
+                    "predict yields forever. This is probably a mistake."
+                )
             spec = self._call_model_fn(features, None, ModeKeys.PREDICT, self.config)
             self._maybe_warm_start(checkpoint_path)
-            predictions = _extract_keys(spec.predictions, predict_keys)
+            predictions = extract_keys(spec.predictions, predict_keys)
             check_restorable(checkpoint_path)
             creator = _v1.train.ChiefSessionCreator(
-                checkpoint_filename_with_path=checkpoint_path, master=self._config.master, scaffold=spec.scaffold,
-                config=self._session_config)
-            with _v1.train.MonitoredSession(session_creator=creator,
-                                            hooks=[*input_hooks, *hooks, *spec.prediction_hooks]) as session:
+                checkpoint_filename_with_path=checkpoint_path,
+                master=self._config.master,
+                scaffold=spec.scaffold,
+                config=self._session_config,
+            )
+            with _v1.train.MonitoredSession(
+                session_creator=creator, hooks=[*input_hooks, *hooks, *spec.prediction_hooks]
+            ) as session:
                 while not session.should_stop():
                     values = session.run(predictions)
                     if not yield_single_examples:
@@ -623,42 +599,79 @@ class Estimator:
                     elif not isinstance(predictions, dict):
                         yield from values
                     else:
-                        for index in range(_batch_length(values)):
-                            yield {key: value[index] for key, value in values.items()}
+                        yield from per_example(values)
 
     # -- export ------------------------------------------------------------------
-    def export_saved_model(self, export_dir_base: str, serving_input_receiver_fn: Callable,
-                           assets_extra: dict | None = None, as_text: bool = False,
-                           checkpoint_path: str | None = None, experimental_mode: str = ModeKeys.PREDICT) -> bytes:
+    def export_saved_model(
+        self,
+        export_dir_base: str,
+        serving_input_receiver_fn: Callable,
+        assets_extra: dict | None = None,
+        as_text: bool = False,
+        checkpoint_path: str | None = None,
+        experimental_mode: str = ModeKeys.PREDICT,
+    ) -> bytes:
         """Writes `<export_dir_base>/<timestamp>` (built under a temporary name); returns that path as bytes."""
         if not serving_input_receiver_fn:
             raise ValueError("An input_receiver_fn must be defined.")
-        return self._export_all_saved_models(export_dir_base, {experimental_mode: serving_input_receiver_fn},
-                                             assets_extra=assets_extra, as_text=as_text,
-                                             checkpoint_path=checkpoint_path, strip_default_attrs=True)
+        return self._export_all_saved_models(
+            export_dir_base,
+            {experimental_mode: serving_input_receiver_fn},
+            assets_extra=assets_extra,
+            as_text=as_text,
+            checkpoint_path=checkpoint_path,
+            strip_default_attrs=True,
+        )
 
-    def experimental_export_all_saved_models(self, export_dir_base: str, input_receiver_fn_map: dict,
-                                             assets_extra: dict | None = None, as_text: bool = False,
-                                             checkpoint_path: str | None = None) -> bytes:
+    def experimental_export_all_saved_models(
+        self,
+        export_dir_base: str,
+        input_receiver_fn_map: dict,
+        assets_extra: dict | None = None,
+        as_text: bool = False,
+        checkpoint_path: str | None = None,
+    ) -> bytes:
         """One SavedModel with a meta graph per mode in `input_receiver_fn_map` (train, eval and/or predict),
         each with TF 2.15's tags and signatures; the variables are saved once."""
-        return self._export_all_saved_models(export_dir_base, input_receiver_fn_map, assets_extra=assets_extra,
-                                             as_text=as_text, checkpoint_path=checkpoint_path,
-                                             strip_default_attrs=True)
+        return self._export_all_saved_models(
+            export_dir_base,
+            input_receiver_fn_map,
+            assets_extra=assets_extra,
+            as_text=as_text,
+            checkpoint_path=checkpoint_path,
+            strip_default_attrs=True,
+        )
 
-    def export_savedmodel(self, export_dir_base: str, serving_input_receiver_fn: Callable,
-                          assets_extra: dict | None = None, as_text: bool = False,
-                          checkpoint_path: str | None = None, strip_default_attrs: bool = False) -> bytes:
+    def export_savedmodel(
+        self,
+        export_dir_base: str,
+        serving_input_receiver_fn: Callable,
+        assets_extra: dict | None = None,
+        as_text: bool = False,
+        checkpoint_path: str | None = None,
+        strip_default_attrs: bool = False,
+    ) -> bytes:
         """The TF 1.x name of export_saved_model."""
         if not serving_input_receiver_fn:
             raise ValueError("An input_receiver_fn must be defined.")
-        return self._export_all_saved_models(export_dir_base, {ModeKeys.PREDICT: serving_input_receiver_fn},
-                                             assets_extra=assets_extra, as_text=as_text,
-                                             checkpoint_path=checkpoint_path, strip_default_attrs=strip_default_attrs)
+        return self._export_all_saved_models(
+            export_dir_base,
+            {ModeKeys.PREDICT: serving_input_receiver_fn},
+            assets_extra=assets_extra,
+            as_text=as_text,
+            checkpoint_path=checkpoint_path,
+            strip_default_attrs=strip_default_attrs,
+        )
 
-    def _export_all_saved_models(self, export_dir_base: str, input_receiver_fn_map: dict,
-                                 assets_extra: dict | None = None, as_text: bool = False,
-                                 checkpoint_path: str | None = None, strip_default_attrs: bool = True) -> bytes:
+    def _export_all_saved_models(
+        self,
+        export_dir_base: str,
+        input_receiver_fn_map: dict,
+        assets_extra: dict | None = None,
+        as_text: bool = False,
+        checkpoint_path: str | None = None,
+        strip_default_attrs: bool = True,
+    ) -> bytes:
         checkpoint_path = checkpoint_path or self.latest_checkpoint()
         if not checkpoint_path:
             if not self._warm_start_settings:
@@ -675,8 +688,14 @@ class Estimator:
             saved = os.path.join(folder, "saved_model")  # the builder needs a folder that does not exist yet
             builder = _v1.saved_model.Builder(saved)
             for index, mode in enumerate(modes):
-                self._add_meta_graph_for_mode(builder, input_receiver_fn_map[mode], checkpoint_path, mode,
-                                              save_variables=index == 0, strip_default_attrs=strip_default_attrs)
+                self._add_meta_graph_for_mode(
+                    builder,
+                    input_receiver_fn_map[mode],
+                    checkpoint_path,
+                    mode,
+                    save_variables=index == 0,
+                    strip_default_attrs=strip_default_attrs,
+                )
             builder.save(as_text)
             for name in os.listdir(saved):
                 os.rename(os.path.join(saved, name), os.path.join(folder, name))
@@ -687,18 +706,32 @@ class Estimator:
         tf.compat.v1.logging.info("SavedModel written to: %s", export_dir)
         return export_dir.encode()
 
-    def _add_meta_graph_for_mode(self, builder, receiver_fn: Callable, checkpoint_path: str, mode: str,
-                                 save_variables: bool, strip_default_attrs: bool) -> None:
+    def _add_meta_graph_for_mode(
+        self,
+        builder,
+        receiver_fn: Callable,
+        checkpoint_path: str,
+        mode: str,
+        save_variables: bool,
+        strip_default_attrs: bool,
+    ) -> None:
         """One meta graph of the export: the model_fn in `mode` on the receiver's inputs, restored."""
         with self._new_graph() as graph:
             receiver = receiver_fn()
             spec = self._call_model_fn(receiver.features, getattr(receiver, "labels", None), mode, self.config)
             outputs = export_lib.export_utils.export_outputs_for_mode(
-                mode=spec.mode, serving_export_outputs=spec.export_outputs, predictions=spec.predictions,
-                loss=spec.loss, metrics=spec.eval_metric_ops)
+                mode=spec.mode,
+                serving_export_outputs=spec.export_outputs,
+                predictions=spec.predictions,
+                loss=spec.loss,
+                metrics=spec.eval_metric_ops,
+            )
             signatures = export_lib.build_all_signature_defs(
-                receiver.receiver_tensors, outputs, getattr(receiver, "receiver_tensors_alternatives", None),
-                serving_only=(mode == ModeKeys.PREDICT))
+                receiver.receiver_tensors,
+                outputs,
+                getattr(receiver, "receiver_tensors_alternatives", None),
+                serving_only=(mode == ModeKeys.PREDICT),
+            )
             saver = self._saver(spec)
             local_init_op = spec.scaffold.local_init_op
             if local_init_op is None:
@@ -713,9 +746,14 @@ class Estimator:
                         f"`{mode}` while restoring checkpoint from: `{checkpoint_path}`. Full Traceback:\n\n{error}"
                     ) from error
                 tf_internals.add_train_op(builder, spec.train_op)
-                kwargs = dict(tags=export_lib.export_utils.EXPORT_TAG_MAP[mode], signature_def_map=signatures,
-                              assets_collection=_v1.get_collection(_v1.GraphKeys.ASSET_FILEPATHS),
-                              main_op=local_init_op, saver=saver, strip_default_attrs=strip_default_attrs)
+                kwargs = dict(
+                    tags=export_lib.export_utils.EXPORT_TAG_MAP[mode],
+                    signature_def_map=signatures,
+                    assets_collection=_v1.get_collection(_v1.GraphKeys.ASSET_FILEPATHS),
+                    main_op=local_init_op,
+                    saver=saver,
+                    strip_default_attrs=strip_default_attrs,
+                )
                 if save_variables:
                     builder.add_meta_graph_and_variables(session, **kwargs)
                 else:
@@ -723,22 +761,3 @@ class Estimator:
 
 
 EstimatorV2 = Estimator
-
-
-def _extract_keys(predictions: Any, predict_keys: Sequence[str] | None) -> Any:
-    """The predictions named in `predict_keys` that exist, as TF 2.15; an error if none does."""
-    if not predict_keys:
-        return predictions
-    if not isinstance(predictions, dict):
-        raise ValueError("predict_keys argument is not valid in case of non-dict predictions.")
-    kept = {key: value for key, value in predictions.items() if key in predict_keys}
-    if not kept:
-        raise ValueError(f"Expected to run at least one output from {list(predictions)}, provided {predict_keys}.")
-    return kept
-
-
-def _batch_length(values: dict) -> int:
-    lengths = {key: value.shape[0] for key, value in values.items() if np.ndim(value) > 0}
-    if len(set(lengths.values())) > 1:
-        raise ValueError(f"Batch length of predictions should be same. {lengths}")
-    return next(iter(lengths.values())) if lengths else 1

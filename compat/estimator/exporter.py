@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import abc
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 
@@ -30,31 +31,44 @@ class Exporter(abc.ABC):
         """The export folder's name under `<model_dir>/export/`."""
 
     @abc.abstractmethod
-    def export(self, estimator, export_path: str, checkpoint_path: str, eval_result: dict,
-               is_the_final_export: bool) -> Any:
+    def export(
+        self, estimator, export_path: str, checkpoint_path: str, eval_result: dict, is_the_final_export: bool
+    ) -> Any:
         """Exports `checkpoint_path` of `estimator` under `export_path`, or decides not to."""
 
 
 class _SavedModelWriter:
     """What every exporter here does to export: `estimator.export_saved_model` with its own arguments."""
 
-    def __init__(self, name: str, serving_input_receiver_fn: Callable | None, assets_extra: dict | None,
-                 as_text: bool) -> None:
+    def __init__(
+        self, name: str, serving_input_receiver_fn: Callable | None, assets_extra: dict | None, as_text: bool
+    ) -> None:
         self.name = name
-        self.serving_input_receiver_fn, self.assets_extra, self.as_text = serving_input_receiver_fn, assets_extra, as_text
+        self.serving_input_receiver_fn, self.assets_extra, self.as_text = (
+            serving_input_receiver_fn,
+            assets_extra,
+            as_text,
+        )
 
     def write(self, estimator, export_path: str, checkpoint_path: str) -> Any:
-        return estimator.export_saved_model(export_path, self.serving_input_receiver_fn,
-                                            assets_extra=self.assets_extra, as_text=self.as_text,
-                                            checkpoint_path=checkpoint_path)
+        return estimator.export_saved_model(
+            export_path,
+            self.serving_input_receiver_fn,
+            assets_extra=self.assets_extra,
+            as_text=self.as_text,
+            checkpoint_path=checkpoint_path,
+        )
 
 
 def _keep_newest(export_path: str, keep: int | None) -> None:
     """Deletes all but the newest `keep` exports (folders named by a 10-digit timestamp)."""
     if keep is None or not tf.io.gfile.isdir(export_path):
         return
-    versions = sorted(int(name.rstrip("/")) for name in tf.io.gfile.listdir(export_path)
-                      if len(name.rstrip("/")) == 10 and name.rstrip("/").isdigit())
+    versions = sorted(
+        int(name.rstrip("/"))
+        for name in tf.io.gfile.listdir(export_path)
+        if len(name.rstrip("/")) == 10 and name.rstrip("/").isdigit()
+    )
     for version in versions[:-keep]:
         try:
             tf.io.gfile.rmtree(os.path.join(export_path, str(version)))
@@ -90,8 +104,14 @@ def _check_compare_fn(compare_fn: Callable | None) -> None:
 class LatestExporter(Exporter):
     """Exports after every evaluation, keeping the last `exports_to_keep` (None: all)."""
 
-    def __init__(self, name: str, serving_input_receiver_fn: Callable | None = None, assets_extra: dict | None = None,
-                 as_text: bool = False, exports_to_keep: int | None = 5):
+    def __init__(
+        self,
+        name: str,
+        serving_input_receiver_fn: Callable | None = None,
+        assets_extra: dict | None = None,
+        as_text: bool = False,
+        exports_to_keep: int | None = 5,
+    ):
         self._writer = _SavedModelWriter(name, serving_input_receiver_fn, assets_extra, as_text)
         _check_exports_to_keep(exports_to_keep, "`exports_to_keep`, if provided, must be positive number")
         self._exports_to_keep = exports_to_keep
@@ -109,8 +129,13 @@ class LatestExporter(Exporter):
 class FinalExporter(Exporter):
     """Exports only at the final evaluation (the one at or after `max_steps`)."""
 
-    def __init__(self, name: str, serving_input_receiver_fn: Callable | None = None, assets_extra: dict | None = None,
-                 as_text: bool = False):
+    def __init__(
+        self,
+        name: str,
+        serving_input_receiver_fn: Callable | None = None,
+        assets_extra: dict | None = None,
+        as_text: bool = False,
+    ):
         self._writer = _SavedModelWriter(name, serving_input_receiver_fn, assets_extra, as_text)
 
     @property
@@ -133,9 +158,16 @@ class BestExporter(Exporter):
     exports are written into `export/<name>/`.
     """
 
-    def __init__(self, name: str = "best_exporter", serving_input_receiver_fn: Callable | None = None,
-                 event_file_pattern: str = "eval/*.tfevents.*", compare_fn: Callable = _loss_smaller,
-                 assets_extra: dict | None = None, as_text: bool = False, exports_to_keep: int | None = 5):
+    def __init__(
+        self,
+        name: str = "best_exporter",
+        serving_input_receiver_fn: Callable | None = None,
+        event_file_pattern: str = "eval/*.tfevents.*",
+        compare_fn: Callable = _loss_smaller,
+        assets_extra: dict | None = None,
+        as_text: bool = False,
+        exports_to_keep: int | None = 5,
+    ):
         _check_compare_fn(compare_fn)
         self._compare_fn = compare_fn
         self._writer = _SavedModelWriter(name, serving_input_receiver_fn, assets_extra, as_text)
@@ -163,8 +195,11 @@ class BestExporter(Exporter):
             tf.compat.v1.logging.info("Loading best metric from event files.")
             self._model_dir = estimator.model_dir
             self._best_eval_result = self._best_in_event_files(estimator.model_dir)
-        if (self._best_eval_result is not None and self._has_exported
-                and not self._compare_fn(best_eval_result=self._best_eval_result, current_eval_result=eval_result)):
+        if (
+            self._best_eval_result is not None
+            and self._has_exported
+            and not self._compare_fn(best_eval_result=self._best_eval_result, current_eval_result=eval_result)
+        ):
             return None
         tf.compat.v1.logging.info("Performing best model export.")
         self._best_eval_result = eval_result

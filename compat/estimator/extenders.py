@@ -8,7 +8,8 @@ model folder, config and warm start of the one it extends.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from compat import tf_internals
 from compat.estimator.estimator import Estimator
@@ -24,9 +25,11 @@ def add_metrics(estimator: Estimator, metric_fn: Callable) -> Estimator:
     if unexpected:
         raise ValueError(f"metric_fn ({metric_fn}) has following not expected args: {unexpected}")
     if not hasattr(estimator, "_model_fn"):
-        raise TypeError("add_metrics extends an Estimator built from a model_fn (custom or canned); a "
-                        "model_to_estimator Estimator evaluates its Keras model's compiled metrics: add the metric "
-                        "to model.compile(metrics=...) instead")
+        raise TypeError(
+            "add_metrics extends an Estimator built from a model_fn (custom or canned); a "
+            "model_to_estimator Estimator evaluates its Keras model's compiled metrics: add the metric "
+            "to model.compile(metrics=...) instead"
+        )
 
     def model_fn_with_metrics(features: Any, labels: Any, mode: str, config: Any):
         spec = estimator.model_fn(features, labels, mode, config)
@@ -36,5 +39,9 @@ def add_metrics(estimator: Estimator, metric_fn: Callable) -> Estimator:
         added = metric_fn(**{name: value for name, value in available.items() if name in args})
         return spec._replace(eval_metric_ops={**(spec.eval_metric_ops or {}), **added})
 
-    return Estimator(model_fn=model_fn_with_metrics, model_dir=estimator.model_dir, config=estimator.config,
-                     warm_start_from=estimator._warm_start_settings)
+    return Estimator(
+        model_fn=model_fn_with_metrics,
+        model_dir=estimator.model_dir,
+        config=estimator.config,
+        warm_start_from=estimator._warm_start_settings,
+    )

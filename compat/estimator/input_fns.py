@@ -14,7 +14,8 @@ back to the dataset.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 from absl import logging
@@ -36,8 +37,11 @@ def _call_capturing_iterators(input_fn: Callable, kwargs: dict) -> Any:
         return result
     name = f"{getattr(input_fn, '__module__', '')}.{getattr(input_fn, '__qualname__', repr(input_fn))}"
     if name not in _warned_input_fns:
-        logging.warning("input_fn %s returned iterator tensors (make_one_shot_iterator(...).get_next()); "
-                        "return the tf.data.Dataset itself instead", name)
+        logging.warning(
+            "input_fn %s returned iterator tensors (make_one_shot_iterator(...).get_next()); "
+            "return the tf.data.Dataset itself instead",
+            name,
+        )
         _warned_input_fns.add(name)
     return datasets[0]
 
@@ -45,12 +49,16 @@ def _call_capturing_iterators(input_fn: Callable, kwargs: dict) -> Any:
 def input_fn_kwargs(input_fn: Callable, **candidates: Any) -> dict:
     """The candidates that `input_fn`'s signature names; as tf.estimator, `**kwargs` names none."""
     parameters = inspect.signature(input_fn).parameters
-    return {name: value for name, value in candidates.items()
-            if name in parameters and parameters[name].kind is not inspect.Parameter.VAR_KEYWORD}
+    return {
+        name: value
+        for name, value in candidates.items()
+        if name in parameters and parameters[name].kind is not inspect.Parameter.VAR_KEYWORD
+    }
 
 
-def call_input_fn(input_fn: Callable, mode: str, config: Any, params: dict,
-                  input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+def call_input_fn(
+    input_fn: Callable, mode: str, config: Any, params: dict, input_context: tf.distribute.InputContext | None = None
+) -> tf.data.Dataset:
     """Calls `input_fn` eagerly with the arguments its signature asks for; returns a Dataset.
 
     Tensors (not a Dataset) are one batch: training repeats it, as a graph-mode

@@ -9,7 +9,8 @@ graph engine, or a program reading the tensors itself), as TF 2.15's did.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -25,8 +26,15 @@ def _as_dict(data: Any, what: str) -> tuple[dict, bool]:
     raise TypeError(f"{what} must be a dict of arrays or an array, given {type(data).__name__}")
 
 
-def numpy_input_fn(x: Any, y: Any = None, batch_size: int = 128, num_epochs: int | None = 1, shuffle: bool | None = None,
-                   queue_capacity: int = 1000, num_threads: int = 1) -> Callable[[], tf.data.Dataset]:
+def numpy_input_fn(
+    x: Any,
+    y: Any = None,
+    batch_size: int = 128,
+    num_epochs: int | None = 1,
+    shuffle: bool | None = None,
+    queue_capacity: int = 1000,
+    num_threads: int = 1,
+) -> Callable[[], tf.data.Dataset]:
     """An input_fn giving batches of `x` (and `y`): features as `x` is shaped, a dict or one tensor."""
     if not isinstance(shuffle, bool):
         raise ValueError(f"shuffle must be provided explicitly as a bool, not {shuffle}")
@@ -38,8 +46,9 @@ def numpy_input_fn(x: Any, y: Any = None, batch_size: int = 128, num_epochs: int
             raise ValueError(f"{sorted(clash)} duplicate keys are found in both x and y")
     lengths = {key: len(value) for key, value in {**features, **(targets if y is not None else {})}.items()}
     if len(set(lengths.values())) > 1:
-        raise ValueError(f"Length of tensors in x and y is mismatched. All elements in x and y must have the same "
-                         f"length: {lengths}")
+        raise ValueError(
+            f"Length of tensors in x and y is mismatched. All elements in x and y must have the same length: {lengths}"
+        )
     if batch_size <= 0 or (num_epochs is not None and num_epochs <= 0):
         raise ValueError(f"batch_size and num_epochs must be > 0, given {batch_size} and {num_epochs}")
 
@@ -61,9 +70,16 @@ def numpy_input_fn(x: Any, y: Any = None, batch_size: int = 128, num_epochs: int
     return input_fn
 
 
-def pandas_input_fn(x: Any, y: Any = None, batch_size: int = 128, num_epochs: int | None = 1,
-                    shuffle: bool | None = None, queue_capacity: int = 1000, num_threads: int = 1,
-                    target_column: str = "target") -> Callable[[], tf.data.Dataset]:
+def pandas_input_fn(
+    x: Any,
+    y: Any = None,
+    batch_size: int = 128,
+    num_epochs: int | None = 1,
+    shuffle: bool | None = None,
+    queue_capacity: int = 1000,
+    num_threads: int = 1,
+    target_column: str = "target",
+) -> Callable[[], tf.data.Dataset]:
     """An input_fn over a pandas DataFrame `x` (features by column) and a Series or DataFrame `y`."""
     try:
         import pandas
@@ -72,8 +88,9 @@ def pandas_input_fn(x: Any, y: Any = None, batch_size: int = 128, num_epochs: in
     if not isinstance(x, pandas.DataFrame):
         raise TypeError(f"x must be a pandas DataFrame, given {type(x).__name__}")
     if y is not None and target_column in x.columns:
-        raise ValueError(f"Cannot use name {target_column} for target column: DataFrame already has a column with "
-                         "that name")
+        raise ValueError(
+            f"Cannot use name {target_column} for target column: DataFrame already has a column with that name"
+        )
     if y is not None and not x.index.equals(y.index):
         raise ValueError("Index for x and y are mismatched.")
     features = {str(column): x[column].values for column in x.columns}

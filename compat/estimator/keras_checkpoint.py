@@ -24,8 +24,13 @@ _WEIGHT = "layer_with_weights-{index}/{name}/.ATTRIBUTES/VARIABLE_VALUE"
 _KERAS2_SLOT = "layer_with_weights-{index}/{name}/.OPTIMIZER_SLOT/optimizer/{slot}/.ATTRIBUTES/VARIABLE_VALUE"
 _FIRST_LAYOUT_GLOBAL_STEP = "global_step/.ATTRIBUTES/VARIABLE_VALUE"
 # A Keras 2 optimizer slot and the Keras 3 optimizer variable that holds the same state.
-_SLOTS_KERAS2_TO_KERAS3 = {"m": "momentum", "v": "velocity", "momentum": "momentum", "rms": "velocity",
-                           "accumulator": "accumulator"}
+_SLOTS_KERAS2_TO_KERAS3 = {
+    "m": "momentum",
+    "v": "velocity",
+    "momentum": "momentum",
+    "rms": "velocity",
+    "accumulator": "accumulator",
+}
 
 
 def layers_with_weights(model: keras.Model) -> list:
@@ -46,8 +51,11 @@ def _weight_names(layer) -> dict:
 def _node(variables: dict) -> tf.train.Checkpoint:
     node = tf.train.Checkpoint()
     for name, variable in variables.items():
-        setattr(node, name, variable.value if hasattr(variable, "value") and not isinstance(
-            variable, tf.Variable) else variable)
+        setattr(
+            node,
+            name,
+            variable.value if hasattr(variable, "value") and not isinstance(variable, tf.Variable) else variable,
+        )
     return node
 
 
@@ -58,8 +66,9 @@ def _slots_by_weight(model: keras.Model) -> tuple[dict, dict]:
     (`dense_kernel_momentum`); the layer names in it change from one process to
     the next, so the checkpoint files a slot under its weight instead.
     """
-    prefixes = sorted(((weight.path.replace("/", "_") + "_", weight.path) for weight in model.weights),
-                      key=lambda pair: -len(pair[0]))
+    prefixes = sorted(
+        ((weight.path.replace("/", "_") + "_", weight.path) for weight in model.weights), key=lambda pair: -len(pair[0])
+    )
     slots: dict[str, dict] = {}
     others = {}
     for variable in model.optimizer.variables:
@@ -68,7 +77,7 @@ def _slots_by_weight(model: keras.Model) -> tuple[dict, dict]:
         if owner is None:
             others[name] = variable
         else:
-            slots.setdefault(owner[1], {})[name[len(owner[0]):]] = variable
+            slots.setdefault(owner[1], {})[name[len(owner[0]) :]] = variable
     return slots, others
 
 
@@ -98,12 +107,16 @@ def _restore_keras2(model: keras.Model, global_step: tf.Variable, path: str, sto
         for name, weight in _weight_names(layer).items():
             key = _WEIGHT.format(index=index, name=name)
             if key not in stored:
-                raise ValueError(f"{path} was written for another model: it has no '{key}' for the weight "
-                                 f"'{weight.path}' of layer {index} ('{layer.name}'); build the same architecture "
-                                 "as the program that wrote it")
+                raise ValueError(
+                    f"{path} was written for another model: it has no '{key}' for the weight "
+                    f"'{weight.path}' of layer {index} ('{layer.name}'); build the same architecture "
+                    "as the program that wrote it"
+                )
             if tuple(stored[key]) != tuple(weight.shape):
-                raise ValueError(f"{path}: '{key}' has shape {tuple(stored[key])} but the model's '{weight.path}' has "
-                                 f"{tuple(weight.shape)}; build the same architecture as the program that wrote it")
+                raise ValueError(
+                    f"{path}: '{key}' has shape {tuple(stored[key])} but the model's '{weight.path}' has "
+                    f"{tuple(weight.shape)}; build the same architecture as the program that wrote it"
+                )
             weight.assign(tf.train.load_variable(path, key))
             for slot, suffix in _SLOTS_KERAS2_TO_KERAS3.items():
                 slot_key = _KERAS2_SLOT.format(index=index, name=name, slot=slot)
@@ -114,8 +127,14 @@ def _restore_keras2(model: keras.Model, global_step: tf.Variable, path: str, sto
     step = tf.train.load_variable(path, _KERAS2_GLOBAL_STEP)
     global_step.assign(step)
     model.optimizer.iterations.assign(step)
-    logging.info("Restored %s, written by TensorFlow 2.15's model_to_estimator: %d layers' weights by layer order, "
-                 "%d optimizer slots, global step %d", path, len(layers), slots, step)
+    logging.info(
+        "Restored %s, written by TensorFlow 2.15's model_to_estimator: %d layers' weights by layer order, "
+        "%d optimizer slots, global step %d",
+        path,
+        len(layers),
+        slots,
+        step,
+    )
 
 
 def restore(model: keras.Model, global_step: tf.Variable, path: str) -> None:
@@ -127,14 +146,17 @@ def restore(model: keras.Model, global_step: tf.Variable, path: str) -> None:
         _restore_keras2(model, global_step, path, stored)
     elif any(name.startswith("model/") for name in stored) and _FIRST_LAYOUT_GLOBAL_STEP in stored:
         tf.train.Checkpoint(model=model, optimizer=model.optimizer, global_step=global_step).restore(
-            path).assert_existing_objects_matched()
+            path
+        ).assert_existing_objects_matched()
     else:
         status = checkpoint_root(model, global_step).restore(path)
         try:
             status.assert_existing_objects_matched()
         except AssertionError as error:
-            raise ValueError(f"{path} was written for another model: {error}. Build the same architecture as the "
-                             "program that wrote it, or use a new model_dir") from error
+            raise ValueError(
+                f"{path} was written for another model: {error}. Build the same architecture as the "
+                "program that wrote it, or use a new model_dir"
+            ) from error
 
 
 def write_weights(model: keras.Model, global_step: tf.Variable, prefix: str) -> str:

@@ -12,7 +12,8 @@ keyed by their output layers' names. As TF 2.15, the SavedModel has
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -42,14 +43,21 @@ def _receiver_as_function(serving_input_receiver_fn: Callable) -> tuple[Any, lis
         features = {"feature": features}
     fetches = {key: wrapped.graph.get_tensor_by_name(tensor.name) for key, tensor in features.items()}
     pruned = wrapped.prune(feeds=feeds, fetches=fetches)
-    specs = [tf.TensorSpec(receiver.receiver_tensors[name].shape, receiver.receiver_tensors[name].dtype, name=name)
-             for name in names]
+    specs = [
+        tf.TensorSpec(receiver.receiver_tensors[name].shape, receiver.receiver_tensors[name].dtype, name=name)
+        for name in names
+    ]
     return pruned, names, specs
 
 
-def save_with_receiver(model: keras.Model, folder: str, serving_input_receiver_fn: Callable | None,
-                       model_inputs: Callable[[Any], Any], output_names: list[str],
-                       export_outputs: Mapping[str, type] | None = None) -> None:
+def save_with_receiver(
+    model: keras.Model,
+    folder: str,
+    serving_input_receiver_fn: Callable | None,
+    model_inputs: Callable[[Any], Any],
+    output_names: list[str],
+    export_outputs: Mapping[str, type] | None = None,
+) -> None:
     """Writes the SavedModel into `folder` (which may exist and be empty)."""
     receiver_fn = serving_input_receiver_fn or _model_input_receiver(model)
     to_features, names, specs = _receiver_as_function(receiver_fn)
@@ -67,11 +75,14 @@ def save_with_receiver(model: keras.Model, folder: str, serving_input_receiver_f
     signatures = {tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: function}
     for name, output in dict(export_outputs or {}).items():
         if output is not export_lib.PredictOutput and not isinstance(output, export_lib.PredictOutput):
-            raise NotImplementedError(f"export_outputs['{name}']: only PredictOutput signatures are exported for a "
-                                      f"Keras model by compat.estimator, given {output!r}")
+            raise NotImplementedError(
+                f"export_outputs['{name}']: only PredictOutput signatures are exported for a "
+                f"Keras model by compat.estimator, given {output!r}"
+            )
         signatures[name] = function
     module = tf.Module()
     # Every variable the function reads goes with it (weights, and states such as random seeds).
-    module.variables_of_model = [variable.value if hasattr(variable, "value") else variable
-                                 for variable in model.variables]
+    module.variables_of_model = [
+        variable.value if hasattr(variable, "value") else variable for variable in model.variables
+    ]
     tf.saved_model.save(module, folder, signatures=signatures)

@@ -38,16 +38,22 @@ def _legacy(name: str):
             return getattr(tf_keras.optimizers.legacy, name)(*args, **kwargs)
         global _warned
         if not _warned:
-            logging.warning("tf.keras.optimizers.legacy.%s made eagerly is Keras 3's keras.optimizers.%s under "
-                            "compat.estimator (Keras 3 has no legacy optimizers); its state is saved in Keras 3's "
-                            "layout", name, name)
+            logging.warning(
+                "tf.keras.optimizers.legacy.%s made eagerly is Keras 3's keras.optimizers.%s under "
+                "compat.estimator (Keras 3 has no legacy optimizers); its state is saved in Keras 3's "
+                "layout",
+                name,
+                name,
+            )
             _warned = True
         if "lr" in kwargs:
             kwargs["learning_rate"] = kwargs.pop("lr")
         decay = kwargs.pop("decay", 0.0)
         if decay:
-            raise ValueError(f"tf.keras.optimizers.legacy.{name}(decay={decay}): Keras 3 has no `decay`; give "
-                             "learning_rate=keras.optimizers.schedules.InverseTimeDecay(...) instead")
+            raise ValueError(
+                f"tf.keras.optimizers.legacy.{name}(decay={decay}): Keras 3 has no `decay`; give "
+                "learning_rate=keras.optimizers.schedules.InverseTimeDecay(...) instead"
+            )
         return target(*args, **kwargs)
 
     make.__name__ = make.__qualname__ = name
@@ -62,8 +68,9 @@ def legacy_namespace() -> types.SimpleNamespace:
     """
     import tf_keras
 
-    return types.SimpleNamespace(**{name: _legacy(name) for name in _NAMES},
-                                 Optimizer=tf_keras.optimizers.legacy.Optimizer)
+    return types.SimpleNamespace(
+        **{name: _legacy(name) for name in _NAMES}, Optimizer=tf_keras.optimizers.legacy.Optimizer
+    )
 
 
 def _without(config: dict, *names: str) -> dict:
@@ -94,17 +101,25 @@ def compile_from_keras2_h5(model: keras.Model, path: str) -> None:
 
     with h5py.File(path, "r") as stream:
         if "training_config" not in stream.attrs:
-            raise ValueError(f"{path} holds no training configuration (it was saved uncompiled): compile the model "
-                             "and pass keras_model= instead of keras_model_path=")
+            raise ValueError(
+                f"{path} holds no training configuration (it was saved uncompiled): compile the model "
+                "and pass keras_model= instead of keras_model_path="
+            )
         training = json.loads(stream.attrs["training_config"])
     optimizer_spec = training["optimizer_config"]
     decay = optimizer_spec.get("config", {}).get("decay", 0.0)
     if decay:
-        raise ValueError(f"{path}: the optimizer has decay={decay}, which Keras 3 does not have; compile the model "
-                         "with a learning-rate schedule and pass keras_model=")
+        raise ValueError(
+            f"{path}: the optimizer has decay={decay}, which Keras 3 does not have; compile the model "
+            "with a learning-rate schedule and pass keras_model="
+        )
     metrics = training.get("metrics") or []
     if len(model.outputs) == 1 and metrics and isinstance(metrics[0], list):
         metrics = metrics[0]
     metrics = [[_metric(m) for m in group] if isinstance(group, list) else _metric(group) for group in metrics]
-    model.compile(optimizer=_object(keras.optimizers, optimizer_spec), loss=_object(keras.losses, training["loss"]),
-                  metrics=metrics or None, loss_weights=training.get("loss_weights"))
+    model.compile(
+        optimizer=_object(keras.optimizers, optimizer_spec),
+        loss=_object(keras.losses, training["loss"]),
+        metrics=metrics or None,
+        loss_weights=training.get("loss_weights"),
+    )

@@ -22,19 +22,29 @@ import contextlib
 import os
 import random
 import time
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from compat import atomic, distribution
+from compat import atomic, distribution, summaries
 from compat.checkpoints import restore_newest_readable
 from compat.divergence import TrainingDiverged, is_finite
 from compat.estimator import keras_checkpoint, keras_export, keras_legacy
+from compat.estimator.base import (
+    EstimatorBase,
+    check_train_steps,
+    extract_keys,
+    per_example,
+    timestamped_dir,
+    write_checkpoint_path_to_summary,
+    write_dict_to_summary,
+)
+from compat.estimator.estimator import Estimator
 from compat.estimator.export import export as export_lib
-from compat.estimator.estimator import Estimator, check_train_steps, timestamped_dir
 from compat.estimator.input_fns import call_input_fn, input_fn_kwargs, split_features_labels, with_input_options
 from compat.estimator.model_fn import ModeKeys
 from compat.estimator.run_config import RunConfig
@@ -63,7 +73,8 @@ def _check_covers(tensors: dict, names: list[str], what: str, kind: str) -> None
         raise FormattedKeyError(
             f"The dictionary passed into {what} does not cover requested {kind} keys defined in the keras model."
             f"\n\tExpected keys: {set(names)}\n\t{what} keys: {set(tensors)}\n\tMissed keys: {missing}"
-            f"\n\tName the input_fn's {what} keys after the model's {kind} layers.")
+            f"\n\tName the input_fn's {what} keys after the model's {kind} layers."
+        )
 
 
 def split_hooks(hooks: Iterable | None) -> tuple[list[keras.callbacks.Callback], list]:
@@ -93,19 +104,28 @@ def _seeded_python_random(seed: int | None):
         random.setstate(state)
 
 
-class KerasEstimator(Estimator):
-    """A tf.estimator.Estimator backed by a compiled Keras model; made by `model_to_estimator`."""
+class KerasEstimator(EstimatorBase):
+    """A tf.estimator.Estimator backed by a compiled Keras model; made by `model_to_estimator`.
 
-    def __init__(self, keras_model: keras.Model, model_dir: str | None = None, config: RunConfig | None = None,
-                 metric_names_map: dict | None = None, export_outputs: dict | None = None,
-                 evaluation_model: keras.Model | None = None):
-        self._init_common(model_dir, config, params=None)
+    The graph engine's sibling (base.py), registered as an `Estimator` below.
+    """
+
+    def __init__(
+        self,
+        keras_model: keras.Model,
+        model_dir: str | None = None,
+        config: RunConfig | None = None,
+        metric_names_map: dict | None = None,
+        export_outputs: dict | None = None,
+        evaluation_model: keras.Model | None = None,
+    ):
+        self._init_base(model_dir, config, params=None)
         self._strategy = self._config.train_distribute
         # Training steps the strategy's copy. Evaluation, prediction and export read a copy of its
         # own when the strategy spans workers: the metrics of a multi-worker copy are summed
         # across the workers at every read, which needs every worker alive and evaluating too
         # (TF 2.15 evaluated without the training strategy as well).
-        self._train_model = keras_model
+        self._keras_model = keras_model
         self._model = evaluation_model or keras_model
         self._metric_names_map = dict(metric_names_map or {})
         self._export_outputs = dict(export_outputs or {})
@@ -114,12 +134,18 @@ class KerasEstimator(Estimator):
         self._examples = tf.Variable(0, dtype=tf.int64, trainable=False, name="examples")  # trained, all replicas
         # The chief writes the model folder; another worker of a cluster saves where TF 2.15 put it,
         # <model_dir>/tmp_worker_<i>, since saving takes part in its replicas' synchronisation.
-        checkpoint_dir = self.model_dir if self._config.is_chief else os.path.join(
-            self.model_dir, f"tmp_worker_{self._config.task_id}")
+        checkpoint_dir = (
+            self.model_dir
+            if self._config.is_chief
+            else os.path.join(self.model_dir, f"tmp_worker_{self._config.task_id}")
+        )
         self._manager = tf.train.CheckpointManager(
-            keras_checkpoint.checkpoint_root(self._train_model, self._global_step), checkpoint_dir,
+            keras_checkpoint.checkpoint_root(self._keras_model, self._global_step),
+            checkpoint_dir,
             max_to_keep=self._config.keep_checkpoint_max if self._config.is_chief else 1,
-            keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours, checkpoint_name="model.ckpt")
+            keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours,
+            checkpoint_name="model.ckpt",
+        )
         self._restored_from: dict[int, str] = {}  # id(model) -> the checkpoint it holds
         self._evaluation_loop = tf.function(self._evaluate_all, reduce_retracing=True)
         self._train_loop: Callable | None = None
@@ -131,8 +157,10 @@ class KerasEstimator(Estimator):
     @property
     def model_fn(self) -> Callable:
         def model_fn(features, labels, mode, config):
-            raise NotImplementedError("model_to_estimator's Estimator trains the Keras model eagerly: it has no "
-                                      "graph model_fn to call. Call the Keras model, or train/evaluate/predict")
+            raise NotImplementedError(
+                "model_to_estimator's Estimator trains the Keras model eagerly: it has no "
+                "graph model_fn to call. Call the Keras model, or train/evaluate/predict"
+            )
 
         return model_fn
 
@@ -145,7 +173,9 @@ class KerasEstimator(Estimator):
         """
         keras_dir = os.path.join(self.model_dir, "keras")
         tf.io.gfile.makedirs(keras_dir)
-        keras_checkpoint.write_weights(self._train_model, self._global_step, os.path.join(keras_dir, "keras_model.ckpt"))
+        keras_checkpoint.write_weights(
+            self._keras_model, self._global_step, os.path.join(keras_dir, "keras_model.ckpt")
+        )
 
     def _restore(self, checkpoint_path: str | None = None, model: keras.Model | None = None) -> int:
         """Loads `checkpoint_path` (default: the latest) into `model` (default: the evaluation copy);
@@ -153,8 +183,8 @@ class KerasEstimator(Estimator):
         model = model or self._model
         path = checkpoint_path or self.latest_checkpoint()
         if path is None:
-            if model is not self._train_model and self._restored_from.get(id(model)) is None:
-                model.set_weights(self._train_model.get_weights())  # the starting weights
+            if model is not self._keras_model and self._restored_from.get(id(model)) is None:
+                model.set_weights(self._keras_model.get_weights())  # the starting weights
                 self._restored_from[id(model)] = ""
             return int(self._global_step.numpy())
         if path != self._restored_from.get(id(model)):
@@ -172,7 +202,7 @@ class KerasEstimator(Estimator):
         for listener in listeners:
             listener.before_save(None, step)
         path = self._manager.save(checkpoint_number=step)
-        self._restored_from[id(self._train_model)] = path
+        self._restored_from[id(self._keras_model)] = path
         logging.info("Saving checkpoints for %d into %s.", step, path)
         # Every listener hears every save, even after one of them asked to stop.
         stops = [bool(listener.after_save(None, step)) for listener in listeners]
@@ -220,14 +250,17 @@ class KerasEstimator(Estimator):
         self.model_targets(labels)
         if id(model) in self._metrics_built:
             return
-        distributed = self._strategy is not None and model is self._train_model
+        distributed = self._strategy is not None and model is self._keras_model
         with self._strategy.scope() if distributed else contextlib.nullcontext():
             self._build_metrics_now(element_spec, model)
         self._metrics_built.add(id(model))
 
     def _build_metrics_now(self, element_spec, model: keras.Model) -> None:
         features, labels = split_features_labels(element_spec)
-        zeros = lambda shape, dtype: tf.zeros([1 if d is None else d for d in shape], dtype)
+
+        def zeros(shape, dtype):
+            return tf.zeros([1 if d is None else d for d in shape], dtype)
+
         inputs = {tensor.name: zeros(tensor.shape, tensor.dtype) for tensor in model.inputs}
         if len(model.inputs) == 1 and not isinstance(model.input, dict):
             inputs = next(iter(inputs.values()))
@@ -237,14 +270,20 @@ class KerasEstimator(Estimator):
         model.reset_metrics()
 
     # -- train --------------------------------------------------------------
-    def train(self, input_fn: Callable, hooks=None, steps: int | None = None, max_steps: int | None = None,
-              saving_listeners=None) -> "Estimator":
+    def train(
+        self,
+        input_fn: Callable,
+        hooks=None,
+        steps: int | None = None,
+        max_steps: int | None = None,
+        saving_listeners=None,
+    ) -> KerasEstimator:
         """Trains from the latest checkpoint: `steps` more, or up to the absolute `max_steps`."""
         check_train_steps(steps, max_steps)
         callbacks, session_hooks = split_hooks(hooks)
         if self._config.tf_random_seed is not None:
             tf.random.set_seed(self._config.tf_random_seed)  # as TF 2.15's graph seed; Python and NumPy untouched
-        start = self._restore(model=self._train_model)
+        start = self._restore(model=self._keras_model)
         if max_steps is not None and start >= max_steps:
             logging.info("Skipping training since max_steps has already saved.")
             return self
@@ -254,8 +293,12 @@ class KerasEstimator(Estimator):
         batches = self._training_batches(input_fn)
         try:
             self._loop(batches, start, last, listeners, callbacks, runner)
-        except (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.AbortedError,
-                tf.errors.CancelledError) as error:
+        except (
+            tf.errors.UnavailableError,
+            tf.errors.DeadlineExceededError,
+            tf.errors.AbortedError,
+            tf.errors.CancelledError,
+        ) as error:
             if not distribution.is_multi_worker(self._strategy):
                 raise
             raise RuntimeError(
@@ -267,10 +310,12 @@ class KerasEstimator(Estimator):
 
     def _training_batches(self, input_fn: Callable):
         """An iterator over the training input; under a strategy, one per-replica batch per replica."""
+
         def dataset(input_context=None) -> tf.data.Dataset:
-            made = with_input_options(call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params,
-                                                    input_context=input_context))
-            self._build_metrics(made.element_spec, self._train_model)
+            made = with_input_options(
+                call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params, input_context=input_context)
+            )
+            self._build_metrics(made.element_spec, self._keras_model)
             return made
 
         if self._strategy is None:
@@ -288,7 +333,7 @@ class KerasEstimator(Estimator):
         step itself: the Python loop runs once per checkpoint, summary or log
         boundary, not once per step.
         """
-        model = self._train_model
+        model = self._keras_model
 
         # As Keras' own fit: the step is traced as plain TF, without AutoGraph converting Keras'
         # code (which costs seconds of tracing); only this loop's control flow is converted.
@@ -324,18 +369,13 @@ class KerasEstimator(Estimator):
     def _write_training_summaries(self, writer: tf.summary.SummaryWriter, step: int, loss: float) -> None:
         """`loss` (TF 2.15's one training tag), then the compiled metrics of the same step (not across
         workers) and the learning rate: the tags `--mode=keras` writes, so the two overlay in TensorBoard."""
-        model = self._train_model
+        model = self._keras_model
         # Reading a metric under MultiWorkerMirroredStrategy is a collective that only this (the chief's)
         # loop would join: the other tasks' metrics are left out of the summaries there.
         local_metrics = not isinstance(self._strategy, tf.distribute.MultiWorkerMirroredStrategy)
-        with writer.as_default(step=step):
-            tf.summary.scalar("loss", loss)
-            for name, value in (model.get_metrics_result() if local_metrics else {}).items():
-                if name != "loss" and np.ndim(value) == 0:
-                    tf.summary.scalar(name, float(value))
-            # A constant rate is a variable (mirrored under a strategy); a schedule gives a tensor.
-            rate = model.optimizer.learning_rate
-            tf.summary.scalar("learning_rate", float(tf.convert_to_tensor(getattr(rate, "value", rate))))
+        compiled = model.get_metrics_result() if local_metrics else {}
+        metrics = {"loss": loss, **{name: value for name, value in compiled.items() if name != "loss"}}
+        summaries.write_training_scalars(writer, step, metrics, summaries.learning_rate_value(model.optimizer))
 
     def _steps_to_next_boundary(self, step: int, last: int | None, per_step: bool) -> int:
         """Steps until the next checkpoint, summary, log or the last step: one call of the loop."""
@@ -352,17 +392,18 @@ class KerasEstimator(Estimator):
             limit = min(limit, last - step)
         return max(limit, 1)
 
-    def _loop(self, batches, start: int, last: int | None, listeners: Sequence, callbacks: Sequence,
-              runner: HookRunner | None) -> None:
+    def _loop(
+        self, batches, start: int, last: int | None, listeners: Sequence, callbacks: Sequence, runner: HookRunner | None
+    ) -> None:
         config = self._config
         writer = self._writer(self.model_dir) if config.is_chief else None  # only the chief writes summaries
         train_loop = self._train_loop = self._train_loop or self._make_train_loop()
         for listener in listeners:
             listener.begin()
         # One train() call is one Keras "epoch": callbacks see begin/end, batches, and may stop it.
-        self._train_model.stop_training = False
+        self._keras_model.stop_training = False
         for callback in callbacks:
-            callback.set_model(self._train_model)
+            callback.set_model(self._keras_model)
             callback.set_params({"epochs": 1, "steps": None if last is None else last - start, "verbose": 0})
             callback.on_train_begin()
             callback.on_epoch_begin(0)
@@ -393,7 +434,7 @@ class KerasEstimator(Estimator):
                 callback.on_train_batch_end(step, {"loss": loss})
             if runner is not None:
                 stop = runner.after_step(loss) or stop
-            stop = stop or bool(self._train_model.stop_training)
+            stop = stop or bool(self._keras_model.stop_training)
             if not is_finite(loss):
                 diverged = TrainingDiverged(step, loss, self.latest_checkpoint())
                 break
@@ -406,15 +447,22 @@ class KerasEstimator(Estimator):
                 examples_rate = (examples - log_examples) / max(now - log_time, 1e-9)
                 logging.info("loss = %g, step = %d (global_step/sec: %g)", loss, step, rate)
                 if last is not None:  # a progress line a terminal user can read: where, how fast, how long
-                    logging.info("step %d of %d (%.0f%%), %.0f examples/s, about %s left", step, last,
-                                 100 * step / max(last, 1), examples_rate, _duration((last - step) / max(rate, 1e-9)))
+                    logging.info(
+                        "step %d of %d (%.0f%%), %.0f examples/s, about %s left",
+                        step,
+                        last,
+                        100 * step / max(last, 1),
+                        examples_rate,
+                        _duration((last - step) / max(rate, 1e-9)),
+                    )
                 if config.is_chief:
-                    with writer.as_default(step=step):
-                        tf.summary.scalar("global_step/sec", rate)
-                        tf.summary.scalar("examples_per_second", examples_rate)
+                    summaries.write_training_scalars(
+                        writer, step, steps_per_second=rate, examples_per_second=examples_rate
+                    )
                 log_time, log_step, log_examples = now, step, examples
             due = (config.save_checkpoints_steps and step - saved_step >= config.save_checkpoints_steps) or (
-                config.save_checkpoints_secs and time.monotonic() - saved_time >= config.save_checkpoints_secs)
+                config.save_checkpoints_secs and time.monotonic() - saved_time >= config.save_checkpoints_secs
+            )
             if due:
                 stop = self._save(listeners) or stop
                 saved_step, saved_time = step, time.monotonic()
@@ -435,8 +483,14 @@ class KerasEstimator(Estimator):
             listener.end(None, step)
 
     # -- evaluate -----------------------------------------------------------
-    def evaluate(self, input_fn: Callable, steps: int | None = None, hooks=None,
-                 checkpoint_path: str | None = None, name: str | None = None) -> dict:
+    def evaluate(
+        self,
+        input_fn: Callable,
+        steps: int | None = None,
+        hooks=None,
+        checkpoint_path: str | None = None,
+        name: str | None = None,
+    ) -> dict:
         """Metrics of a checkpoint (default: the latest): the compiled metrics, `loss`, `global_step`.
 
         As TF 2.15: metrics are float32 NumPy scalars and `global_step` an int64
@@ -449,8 +503,9 @@ class KerasEstimator(Estimator):
             raise ValueError(f"Must specify steps > 0, given: {steps}")
         checkpoint_path = checkpoint_path or self.latest_checkpoint()
         if checkpoint_path is None:
-            logging.info("Could not find trained model in model_dir: %s, running initialization to "
-                         "evaluate.", self.model_dir)
+            logging.info(
+                "Could not find trained model in model_dir: %s, running initialization to evaluate.", self.model_dir
+            )
         step = self._restore(checkpoint_path)
         dataset = call_input_fn(input_fn, ModeKeys.EVAL, self._config, self._params)
         if steps is not None:
@@ -462,25 +517,20 @@ class KerasEstimator(Estimator):
         else:
             results = self._evaluate_batches(dataset)
         renames = self._metric_names_map
-        metrics = {renames.get(key, key): np.float32(value) for key, value in results.items()}
+        metrics: dict[str, Any] = {renames.get(key, key): np.float32(value) for key, value in results.items()}
         metrics["global_step"] = np.int64(step)
-        writer = self._writer(self.eval_dir(name))
-        with writer.as_default(step=step):
-            for key, value in metrics.items():
-                if key != "global_step":
-                    tf.summary.scalar(key, value)
-            if checkpoint_path is not None:  # a string tensor summary, as TF 2.15 wrote it
-                tf.summary.write("checkpoint_path", tf.constant(checkpoint_path))
-        writer.flush()
-        logging.info("Saving dict for global step %d: %s", step,
-                     ", ".join(f"{key} = {metrics[key]}" for key in sorted(metrics)))
+        # the graph engine's writer: the same events as TF 2.15's (simple values, checkpoint_path)
+        write_dict_to_summary(self.eval_dir(name), metrics, step)
+        if checkpoint_path is not None:
+            write_checkpoint_path_to_summary(self.eval_dir(name), checkpoint_path, step)
         return metrics
 
     def _metric_results(self, loss: float) -> dict:
         """The compiled metrics' results and `loss`; per-output losses left out, as TF 2.15."""
         per_output_losses = {f"{output}_loss" for output in self.output_names}
-        results = {key: float(value) for key, value in self._model.get_metrics_result().items()
-                   if key not in per_output_losses}
+        results = {
+            key: float(value) for key, value in self._model.get_metrics_result().items() if key not in per_output_losses
+        }
         return {**results, "loss": loss}
 
     def _evaluate_batches(self, dataset: tf.data.Dataset) -> dict:
@@ -515,8 +565,9 @@ class KerasEstimator(Estimator):
             batches += 1
         return total, batches
 
-    def _evaluate_with_hooks(self, dataset: tf.data.Dataset, step: int, callbacks: Sequence,
-                             session_hooks: Sequence) -> dict:
+    def _evaluate_with_hooks(
+        self, dataset: tf.data.Dataset, step: int, callbacks: Sequence, session_hooks: Sequence
+    ) -> dict:
         """Evaluation batch by batch, calling Keras callbacks' test methods and SessionRunHooks."""
         one_batch = tf.function(self._evaluate_one_batch, reduce_retracing=True)
         runner = HookRunner(session_hooks) if session_hooks else None
@@ -547,8 +598,14 @@ class KerasEstimator(Estimator):
         return results
 
     # -- predict, export ----------------------------------------------------
-    def predict(self, input_fn: Callable, predict_keys: Sequence[str] | None = None, hooks=None,
-                checkpoint_path: str | None = None, yield_single_examples: bool = True):
+    def predict(
+        self,
+        input_fn: Callable,
+        predict_keys: Sequence[str] | None = None,
+        hooks=None,
+        checkpoint_path: str | None = None,
+        yield_single_examples: bool = True,
+    ):
         """Yields `{output_name: value}` per example (or per batch).
 
         `predict_keys` keeps the outputs it names that exist, as TF 2.15 (an
@@ -556,14 +613,13 @@ class KerasEstimator(Estimator):
         """
         callbacks, session_hooks = split_hooks(hooks)
         if session_hooks:
-            raise TypeError("SessionRunHooks are not run by a model_to_estimator Estimator's predict(); use a Keras "
-                            "callback (on_predict_batch_end) instead")
+            raise TypeError(
+                "SessionRunHooks are not run by a model_to_estimator Estimator's predict(); use a Keras "
+                "callback (on_predict_batch_end) instead"
+            )
         self._restore(checkpoint_path)
         names = self.output_names
-        if predict_keys:
-            kept = [name for name in names if name in predict_keys]
-            if not kept:
-                raise ValueError(f"Expected to run at least one output from {names}, provided {list(predict_keys)}.")
+        kept = list(extract_keys(dict.fromkeys(names), predict_keys))  # refuses keys that name no output
         dataset = call_input_fn(input_fn, ModeKeys.PREDICT, self._config, self._params)
         for callback in callbacks:
             callback.set_model(self._model)
@@ -574,16 +630,13 @@ class KerasEstimator(Estimator):
             features, _ = split_features_labels(element)
             inputs, _ = self._inputs_and_weights(features)
             outputs = dict(zip(names, tf.nest.flatten(self._model(inputs, training=False))))
-            if predict_keys:
-                outputs = {key: outputs[key] for key in kept}
-            outputs = {key: np.asarray(value) for key, value in outputs.items()}
+            outputs = {key: np.asarray(outputs[key]) for key in kept}
             for callback in callbacks:
                 callback.on_predict_batch_end(batch, {"outputs": outputs})
             if not yield_single_examples:
                 yield outputs
                 continue
-            for index in range(len(next(iter(outputs.values())))):
-                yield {key: value[index] for key, value in outputs.items()}
+            yield from per_example(outputs)
         for callback in callbacks:
             callback.on_predict_end()
 
@@ -592,9 +645,14 @@ class KerasEstimator(Estimator):
         """A Keras model's outputs are named after their last layers."""
         return list(self._model.output_names)
 
-    def export_saved_model(self, export_dir_base: str, serving_input_receiver_fn: Callable | None = None,
-                           assets_extra: dict | None = None, as_text: bool = False,
-                           checkpoint_path: str | None = None) -> bytes:
+    def export_saved_model(
+        self,
+        export_dir_base: str,
+        serving_input_receiver_fn: Callable | None = None,
+        assets_extra: dict | None = None,
+        as_text: bool = False,
+        checkpoint_path: str | None = None,
+    ) -> bytes:
         """Writes `<export_dir_base>/<timestamp>` (built under a temporary name); returns that path.
 
         The SavedModel takes what the receiver describes (see keras_export.py);
@@ -604,8 +662,14 @@ class KerasEstimator(Estimator):
         final = timestamped_dir(export_dir_base)
 
         def build(folder: str) -> None:
-            keras_export.save_with_receiver(self._model, folder, serving_input_receiver_fn, self.model_inputs,
-                                            self.output_names, self._export_outputs)
+            keras_export.save_with_receiver(
+                self._model,
+                folder,
+                serving_input_receiver_fn,
+                self.model_inputs,
+                self.output_names,
+                self._export_outputs,
+            )
             export_lib.write_assets_extra(folder, assets_extra)
             if as_text:
                 export_lib.rewrite_as_text(folder)
@@ -615,6 +679,14 @@ class KerasEstimator(Estimator):
         return final.encode()
 
     export_savedmodel = export_saved_model
+
+    def experimental_export_all_saved_models(self, export_dir_base: str, input_receiver_fn_map: dict, **_) -> bytes:
+        """Refused: the Keras engine has no training or evaluation graph to export."""
+        raise ValueError(
+            "model_to_estimator's Estimator exports its Keras model for serving only: use "
+            "export_saved_model(export_dir_base, serving_input_receiver_fn); the train and eval graphs of "
+            "experimental_export_all_saved_models need a model_fn Estimator"
+        )
 
 
 def _compile_like(copy: keras.Model, original: keras.Model) -> None:
@@ -629,15 +701,17 @@ def _compile_like(copy: keras.Model, original: keras.Model) -> None:
         copy.compile_from_config(config)
     except (TypeError, ValueError):
         # `model.loss` is the compile() argument itself; the rest of the config deserializes.
-        arguments = {name: keras.saving.deserialize_keras_object(value) for name, value in config.items()
-                     if name not in ("optimizer", "loss")}
+        arguments = {
+            name: keras.saving.deserialize_keras_object(value)
+            for name, value in config.items()
+            if name not in ("optimizer", "loss")
+        }
         optimizer = original.optimizer
-        copy.compile(optimizer=type(optimizer).from_config(optimizer.get_config()), loss=original.loss,
-                     **arguments)
+        copy.compile(optimizer=type(optimizer).from_config(optimizer.get_config()), loss=original.loss, **arguments)
 
 
 def _duration(seconds: float) -> str:
-    """"42 s", "3:05" or "1:02:09"."""
+    """ "42 s", "3:05" or "1:02:09"."""
     seconds = int(round(seconds))
     if seconds < 60:
         return f"{seconds} s"
@@ -650,7 +724,8 @@ def _load_model(path: str, custom_objects: dict | None) -> keras.Model:
         raise ValueError(
             f"keras_model_path '{path}' is a folder: a TensorFlow SavedModel (Keras 2's default format), which "
             "Keras 3 cannot load as a trainable model. Save the model as .h5 or .keras with the TensorFlow that made "
-            "it (model.save('model.h5')), or rebuild it in code and load its weights")
+            "it (model.save('model.h5')), or rebuild it in code and load its weights"
+        )
     if not os.path.exists(path):
         raise ValueError(f"keras_model_path '{path}' does not exist")
     try:
@@ -660,7 +735,8 @@ def _load_model(path: str, custom_objects: dict | None) -> keras.Model:
             raise ValueError(
                 f"keras_model_path '{path}' holds Python code (a Lambda layer) that Keras runs only when told the file "
                 "is trusted. If it is, load it yourself and pass the model: model_to_estimator(keras_model="
-                f"keras.models.load_model({path!r}, safe_mode=False), ...)") from error
+                f"keras.models.load_model({path!r}, safe_mode=False), ...)"
+            ) from error
         if not path.endswith((".h5", ".hdf5")):
             raise
     # A Keras 2 H5 file whose compile config Keras 3 cannot read: the model, then its training config.
@@ -669,10 +745,16 @@ def _load_model(path: str, custom_objects: dict | None) -> keras.Model:
     return model
 
 
-def model_to_estimator(keras_model: keras.Model | None = None, keras_model_path: str | None = None,
-                       custom_objects: dict | None = None, model_dir: str | None = None,
-                       config: RunConfig | None = None, checkpoint_format: str = "checkpoint",
-                       metric_names_map: dict | None = None, export_outputs: dict | None = None) -> Estimator:
+def model_to_estimator(
+    keras_model: keras.Model | None = None,
+    keras_model_path: str | None = None,
+    custom_objects: dict | None = None,
+    model_dir: str | None = None,
+    config: RunConfig | None = None,
+    checkpoint_format: str = "checkpoint",
+    metric_names_map: dict | None = None,
+    export_outputs: dict | None = None,
+) -> KerasEstimator:
     """An Estimator that trains a copy of a compiled Keras model, as tf.keras.estimator did.
 
     With no checkpoint in `model_dir`, training starts from the Keras model's
@@ -686,15 +768,20 @@ def model_to_estimator(keras_model: keras.Model | None = None, keras_model_path:
     if keras_model_path is not None:
         keras_model = _load_model(keras_model_path, custom_objects)
     if getattr(keras_model, "optimizer", None) is None or not keras_model.compiled:
-        raise ValueError("The given keras model has not been compiled yet. Please compile the model with "
-                         "`model.compile()` before calling `model_to_estimator()`.")
+        raise ValueError(
+            "The given keras model has not been compiled yet. Please compile the model with "
+            "`model.compile()` before calling `model_to_estimator()`."
+        )
     if checkpoint_format == "saver":
-        raise NotImplementedError("checkpoint_format='saver' (name-based, graph-mode checkpoints) is not "
-                                  "supported: use the default 'checkpoint' (object-based) format")
+        raise NotImplementedError(
+            "checkpoint_format='saver' (name-based, graph-mode checkpoints) is not "
+            "supported: use the default 'checkpoint' (object-based) format"
+        )
     if checkpoint_format != "checkpoint":
         raise ValueError(f"checkpoint_format must be 'checkpoint' or 'saver', got {checkpoint_format!r}")
     seed = config.tf_random_seed if config is not None else None
     strategy = distribution.checked_strategy(config.train_distribute if config is not None else None)
+
     # The architecture alone: clone_model would also rebuild the compile config, which fails
     # for a lambda loss; compilation is copied below. Its layers' random seeds follow tf_random_seed;
     # under a strategy its variables are the strategy's (mirrored).
@@ -709,5 +796,14 @@ def model_to_estimator(keras_model: keras.Model | None = None, keras_model_path:
     copy = clone(strategy.scope() if strategy is not None else contextlib.nullcontext())
     # Evaluation, prediction and export of a multi-worker Estimator read a copy of no strategy (see KerasEstimator).
     evaluation_model = clone(contextlib.nullcontext()) if distribution.is_multi_worker(strategy) else None
-    return KerasEstimator(copy, model_dir=model_dir, config=config, metric_names_map=metric_names_map,
-                          export_outputs=export_outputs, evaluation_model=evaluation_model)
+    return KerasEstimator(
+        copy,
+        model_dir=model_dir,
+        config=config,
+        metric_names_map=metric_names_map,
+        export_outputs=export_outputs,
+        evaluation_model=evaluation_model,
+    )
+
+
+Estimator.register(KerasEstimator)  # isinstance(model_to_estimator(...), tf.estimator.Estimator), as in TF 2.15

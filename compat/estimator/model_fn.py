@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import collections
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 
@@ -38,13 +39,13 @@ class ModeKeys:
     PREDICT = "infer"
 
 
-_FIELDS = ("mode", "predictions", "loss", "train_op", "eval_metric_ops", "export_outputs",
-           "training_chief_hooks", "training_hooks", "scaffold", "evaluation_hooks", "prediction_hooks")
 _ASSIGNMENTS = {"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"}
-_WRONG_GRAPH = ('{0} with "{1}" must be from the default graph. Possible causes of this error include: \n\n'
-                "1) {0} was created outside the context of the default graph.\n\n"
-                '2) The object passed through to EstimatorSpec was not created in the most recent call to '
-                '"model_fn".')
+_WRONG_GRAPH = (
+    '{0} with "{1}" must be from the default graph. Possible causes of this error include: \n\n'
+    "1) {0} was created outside the context of the default graph.\n\n"
+    "2) The object passed through to EstimatorSpec was not created in the most recent call to "
+    '"model_fn".'
+)
 
 
 def _is_tensor(value: Any) -> bool:
@@ -124,8 +125,11 @@ def _checked_scaffold(scaffold: Any) -> tf.compat.v1.train.Scaffold:
 
 def is_metric_object(value: Any) -> bool:
     """A Keras 3 or a Keras 2 (tf_keras) metric object: it has a result and variables."""
-    return callable(getattr(value, "result", None)) and callable(getattr(value, "update_state", None)) \
+    return (
+        callable(getattr(value, "result", None))
+        and callable(getattr(value, "update_state", None))
         and hasattr(value, "variables")
+    )
 
 
 def graph_variable(variable: Any) -> tf.Variable:
@@ -140,8 +144,11 @@ def assignments_to(variables: list) -> list:
         return []
     handles = {variable.handle.name for variable in variables}
     initializers = {variable.initializer.name for variable in variables}
-    return [op for op in variables[0].graph.get_operations()
-            if op.type in _ASSIGNMENTS and op.inputs and op.inputs[0].name in handles and op.name not in initializers]
+    return [
+        op
+        for op in variables[0].graph.get_operations()
+        if op.type in _ASSIGNMENTS and op.inputs and op.inputs[0].name in handles and op.name not in initializers
+    ]
 
 
 def _ancestor_names(op: tf.Operation) -> set[str]:
@@ -217,8 +224,9 @@ def _checked_metric_ops(eval_metric_ops: Any) -> dict:
             checked[key] = (result, updates[0] if len(updates) == 1 else tf.group(*updates))
             continue
         if not isinstance(value, tuple) or len(value) != 2:
-            raise TypeError(f"Values of eval_metric_ops must be (metric_value, update_op) tuples, given: {value} "
-                            f"for key: {key}")
+            raise TypeError(
+                f"Values of eval_metric_ops must be (metric_value, update_op) tuples, given: {value} for key: {key}"
+            )
         for tensor in tf.nest.flatten(value):
             _in_default_graph(tensor, "eval_metric_ops", f"{key}: {tensor.name}")
         checked[key] = value
@@ -226,26 +234,61 @@ def _checked_metric_ops(eval_metric_ops: Any) -> dict:
     return checked
 
 
-class EstimatorSpec(collections.namedtuple("EstimatorSpec", _FIELDS)):
+class EstimatorSpec(
+    collections.namedtuple(
+        "EstimatorSpec",
+        [
+            "mode",
+            "predictions",
+            "loss",
+            "train_op",
+            "eval_metric_ops",
+            "export_outputs",
+            "training_chief_hooks",
+            "training_hooks",
+            "scaffold",
+            "evaluation_hooks",
+            "prediction_hooks",
+        ],
+    )
+):
     """What a model_fn returns for one mode (tf.estimator.EstimatorSpec)."""
 
-    def __new__(cls, mode: str, predictions: Any = None, loss: Any = None, train_op: Any = None,
-                eval_metric_ops: Any = None, export_outputs: Any = None, training_chief_hooks: Any = None,
-                training_hooks: Any = None, scaffold: Any = None, evaluation_hooks: Any = None,
-                prediction_hooks: Any = None):
+    def __new__(
+        cls,
+        mode: str,
+        predictions: Any = None,
+        loss: Any = None,
+        train_op: Any = None,
+        eval_metric_ops: Any = None,
+        export_outputs: Any = None,
+        training_chief_hooks: Any = None,
+        training_hooks: Any = None,
+        scaffold: Any = None,
+        evaluation_hooks: Any = None,
+        prediction_hooks: Any = None,
+    ):
         train_op = _checked_train_op(train_op, mode)
         loss = _checked_loss(loss, mode)
         predictions = _checked_predictions(predictions, mode)
         if mode == ModeKeys.PREDICT:
             export_outputs = export_utils.get_export_outputs(export_outputs, predictions)
         return super().__new__(
-            cls, mode=mode, predictions=predictions, loss=loss, train_op=train_op,
-            eval_metric_ops=_checked_metric_ops(eval_metric_ops), export_outputs=export_outputs,
-            training_chief_hooks=_checked_hooks(training_chief_hooks), training_hooks=_checked_hooks(training_hooks),
-            scaffold=_checked_scaffold(scaffold), evaluation_hooks=_checked_hooks(evaluation_hooks),
-            prediction_hooks=_checked_hooks(prediction_hooks))
+            cls,
+            mode=mode,
+            predictions=predictions,
+            loss=loss,
+            train_op=train_op,
+            eval_metric_ops=_checked_metric_ops(eval_metric_ops),
+            export_outputs=export_outputs,
+            training_chief_hooks=_checked_hooks(training_chief_hooks),
+            training_hooks=_checked_hooks(training_hooks),
+            scaffold=_checked_scaffold(scaffold),
+            evaluation_hooks=_checked_hooks(evaluation_hooks),
+            prediction_hooks=_checked_hooks(prediction_hooks),
+        )
 
-    def _replace(self, **kwargs) -> "EstimatorSpec":
+    def _replace(self, **kwargs) -> EstimatorSpec:
         if "mode" in kwargs and kwargs["mode"] != self.mode:
             raise ValueError("mode of EstimatorSpec cannot be changed.")
         return EstimatorSpec(**{**self._asdict(), **kwargs})
@@ -257,16 +300,26 @@ def call_logit_fn(logit_fn: Callable, features: Any, mode: str, params: Any, con
     Returns its logits: a Tensor, or a dict of Tensors keyed by head name.
     """
     names = inspect.signature(logit_fn).parameters
-    kwargs = {name: value for name, value in (("mode", mode), ("params", params), ("config", config))
-              if name in names}
+    kwargs = {name: value for name, value in (("mode", mode), ("params", params), ("config", config)) if name in names}
     logits = logit_fn(features=features, **kwargs)
-    valid_dict = isinstance(logits, dict) and all(isinstance(key, str) and isinstance(value, tf.Tensor)
-                                                  for key, value in logits.items())
+    valid_dict = isinstance(logits, dict) and all(
+        isinstance(key, str) and isinstance(value, tf.Tensor) for key, value in logits.items()
+    )
     if not (valid_dict or isinstance(logits, tf.Tensor)):
-        raise ValueError("logit_fn should return a Tensor or a dictionary mapping strings to Tensors.  logit_fn "
-                         f"returned: {logits}")
+        raise ValueError(
+            f"logit_fn should return a Tensor or a dictionary mapping strings to Tensors.  logit_fn returned: {logits}"
+        )
     return logits
 
 
-__all__ = ["AVERAGE_LOSS_METRIC_KEY", "EstimatorSpec", "LOSS_METRIC_KEY", "ModeKeys", "assignments_to",
-           "call_logit_fn", "graph_variable", "is_metric_object", "metric_update_ops"]
+__all__ = [
+    "AVERAGE_LOSS_METRIC_KEY",
+    "EstimatorSpec",
+    "LOSS_METRIC_KEY",
+    "ModeKeys",
+    "assignments_to",
+    "call_logit_fn",
+    "graph_variable",
+    "is_metric_object",
+    "metric_update_ops",
+]

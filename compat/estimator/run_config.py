@@ -41,7 +41,8 @@ import dataclasses
 import inspect
 import json
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 from absl import logging
@@ -61,17 +62,32 @@ class TaskType:
 
 
 # The arguments `replace` accepts, in TF 2.15's order.
-_REPLACEABLE = ("model_dir", "tf_random_seed", "save_summary_steps", "save_checkpoints_steps",
-                "save_checkpoints_secs", "session_config", "keep_checkpoint_max", "keep_checkpoint_every_n_hours",
-                "log_step_count_steps", "train_distribute", "device_fn", "protocol", "eval_distribute",
-                "experimental_distribute", "experimental_max_worker_delay_secs", "session_creation_timeout_secs",
-                "checkpoint_save_graph_def")
+_REPLACEABLE = (
+    "model_dir",
+    "tf_random_seed",
+    "save_summary_steps",
+    "save_checkpoints_steps",
+    "save_checkpoints_secs",
+    "session_config",
+    "keep_checkpoint_max",
+    "keep_checkpoint_every_n_hours",
+    "log_step_count_steps",
+    "train_distribute",
+    "device_fn",
+    "protocol",
+    "eval_distribute",
+    "experimental_distribute",
+    "experimental_max_worker_delay_secs",
+    "session_creation_timeout_secs",
+    "checkpoint_save_graph_def",
+)
 
 _BOTH_CADENCES = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
 _FROM_TF_CONFIG = "Note that these values may be coming from the TF_CONFIG environment variable."
 
 
 # -- argument checks -------------------------------------------------------------
+
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int)
@@ -86,8 +102,11 @@ def _takes_only_op(device_fn: Any) -> bool:
         parameters = inspect.signature(device_fn).parameters.values()
     except (TypeError, ValueError):  # a builtin without a signature: nothing to check it against
         return False
-    positional = [p.name for p in parameters
-                  if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    positional = [
+        p.name
+        for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
     return positional == ["op"]
 
 
@@ -97,8 +116,11 @@ _RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("save_summary_steps", lambda value: value >= 0, "save_summary_steps should be >= 0"),
     ("save_checkpoints_steps", lambda value: value >= 0, "save_checkpoints_steps should be >= 0"),
     ("save_checkpoints_secs", lambda value: value >= 0, "save_checkpoints_secs should be >= 0"),
-    ("session_config", lambda value: isinstance(value, tf.compat.v1.ConfigProto),
-     "session_config must be instance of ConfigProto"),
+    (
+        "session_config",
+        lambda value: isinstance(value, tf.compat.v1.ConfigProto),
+        "session_config must be instance of ConfigProto",
+    ),
     ("keep_checkpoint_max", lambda value: value >= 0, "keep_checkpoint_max should be >= 0"),
     ("keep_checkpoint_every_n_hours", lambda value: value > 0, "keep_checkpoint_every_n_hours should be > 0"),
     ("log_step_count_steps", lambda value: value > 0, "log_step_count_steps should be > 0"),
@@ -110,7 +132,7 @@ _RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
 )
 
 
-def _check_settings(config: "RunConfig") -> None:
+def _check_settings(config: RunConfig) -> None:
     """Raises ValueError for the first setting out of range; None always passes (it means "use the default"
     or "off" for each of them)."""
     for name, passes, message in _RULES:
@@ -125,11 +147,13 @@ def _check_strategies(train_distribute: Any, eval_distribute: Any) -> None:
     refused = tf.distribute.experimental.ParameterServerStrategy
     for strategy in (train_distribute, eval_distribute):
         if strategy is not None and type(strategy) is refused:
-            raise ValueError("Please use `tf.compat.v1.distribute.experimental.ParameterServerStrategy` for "
-                             "parameter server strategy with estimator.")
+            raise ValueError(
+                "Please use `tf.compat.v1.distribute.experimental.ParameterServerStrategy` for "
+                "parameter server strategy with estimator."
+            )
 
 
-def _adopt_experimental_distribute(config: "RunConfig") -> None:
+def _adopt_experimental_distribute(config: RunConfig) -> None:
     """`experimental_distribute` (a DistributeConfig) may carry the strategies instead of the arguments; the
     two ways together are ambiguous, so TF 2.15 refused them."""
     holder = config._experimental_distribute
@@ -145,6 +169,7 @@ def _adopt_experimental_distribute(config: "RunConfig") -> None:
 
 
 # -- TF_CONFIG -------------------------------------------------------------------
+
 
 def _read_tf_config() -> dict:
     """TF_CONFIG as a dict; an unset variable is an empty one. Set but not a JSON object is an error, not a
@@ -175,9 +200,11 @@ def _settled_model_dir(tf_config: dict, model_dir: Any) -> str | None:
         raise ValueError("model_dir in TF_CONFIG should be non-empty.")
     if from_tf_config:
         if model_dir and model_dir != from_tf_config:
-            raise ValueError("`model_dir` provided in RunConfig construct, if set, must have the same value as the "
-                             f"model_dir in TF_CONFIG. model_dir: {model_dir}, TF_CONFIG[\"model_dir\"]: "
-                             f"{from_tf_config}. Give one of them, or the same folder to both.")
+            raise ValueError(
+                "`model_dir` provided in RunConfig construct, if set, must have the same value as the "
+                f'model_dir in TF_CONFIG. model_dir: {model_dir}, TF_CONFIG["model_dir"]: '
+                f"{from_tf_config}. Give one of them, or the same folder to both."
+            )
         logging.info("Using model_dir in TF_CONFIG: %s", from_tf_config)
     return model_dir or from_tf_config
 
@@ -218,15 +245,26 @@ def _alone(tf_config: dict) -> _Placement:
     task_type = task.get("type", TaskType.WORKER)
     task_id = int(task.get("index", 0))
     if task_type != TaskType.WORKER:
-        raise ValueError('If "cluster" is not set in TF_CONFIG, task type must be WORKER. '
-                         f"Given {task_type!r}: add the cluster it belongs to, or drop the task.")
+        raise ValueError(
+            'If "cluster" is not set in TF_CONFIG, task type must be WORKER. '
+            f"Given {task_type!r}: add the cluster it belongs to, or drop the task."
+        )
     if task_id != 0:
-        raise ValueError('If "cluster" is not set in TF_CONFIG, task index must be 0. '
-                         f"Given {task_id}: add the cluster it belongs to, or drop the task.")
-    return _Placement(cluster_spec=tf.train.ClusterSpec({}), task_type=task_type, task_id=task_id, is_chief=True,
-                      master=tf_config.get("session_master", _LOCAL_MASTER),
-                      evaluation_master=tf_config.get("eval_session_master", _LOCAL_MASTER),
-                      num_ps_replicas=0, num_worker_replicas=1, global_id_in_cluster=0)
+        raise ValueError(
+            'If "cluster" is not set in TF_CONFIG, task index must be 0. '
+            f"Given {task_id}: add the cluster it belongs to, or drop the task."
+        )
+    return _Placement(
+        cluster_spec=tf.train.ClusterSpec({}),
+        task_type=task_type,
+        task_id=task_id,
+        is_chief=True,
+        master=tf_config.get("session_master", _LOCAL_MASTER),
+        evaluation_master=tf_config.get("eval_session_master", _LOCAL_MASTER),
+        num_ps_replicas=0,
+        num_worker_replicas=1,
+        global_id_in_cluster=0,
+    )
 
 
 def _checked_task(cluster_spec: tf.train.ClusterSpec, task: dict, coordinator: str) -> tuple[str, int]:
@@ -249,11 +287,14 @@ def _checked_task(cluster_spec: tf.train.ClusterSpec, task: dict, coordinator: s
     if task_type == TaskType.EVALUATOR:
         return task_type, task_id
     if task_type not in cluster_spec.jobs:
-        raise ValueError(f"{task_type} is not a valid task_type in the cluster_spec: {cluster_spec.as_dict()}. "
-                         f"{_FROM_TF_CONFIG}")
+        raise ValueError(
+            f"{task_type} is not a valid task_type in the cluster_spec: {cluster_spec.as_dict()}. {_FROM_TF_CONFIG}"
+        )
     if task_id >= len(cluster_spec.job_tasks(task_type)):
-        raise ValueError(f"{task_id} is not a valid task_id for task_type {task_type} in the cluster_spec: "
-                         f"{cluster_spec.as_dict()}. {_FROM_TF_CONFIG}")
+        raise ValueError(
+            f"{task_id} is not a valid task_id for task_type {task_type} in the cluster_spec: "
+            f"{cluster_spec.as_dict()}. {_FROM_TF_CONFIG}"
+        )
     return task_type, task_id
 
 
@@ -282,27 +323,39 @@ def _global_id(cluster_spec: tf.train.ClusterSpec, task_type: str, task_id: int,
     raise ValueError(f"task type {task_type!r} is not in the cluster {cluster_spec.as_dict()}")
 
 
-def _in_cluster(cluster_spec: tf.train.ClusterSpec, task_type: str, task_id: int, tf_config: dict,
-                coordinator: str) -> _Placement:
+def _in_cluster(
+    cluster_spec: tf.train.ClusterSpec, task_type: str, task_id: int, tf_config: dict, coordinator: str
+) -> _Placement:
     """A training task (not an evaluator) of a cluster led by `coordinator`."""
     jobs = cluster_spec.as_dict()
     return _Placement(
-        cluster_spec=cluster_spec, task_type=task_type, task_id=task_id, is_chief=task_type == coordinator,
+        cluster_spec=cluster_spec,
+        task_type=task_type,
+        task_id=task_id,
+        is_chief=task_type == coordinator,
         master=_session_master(cluster_spec, task_type, task_id, tf_config),
         evaluation_master=_LOCAL_MASTER,
         num_ps_replicas=len(jobs.get(TaskType.PS, [])),
         num_worker_replicas=len(jobs.get(TaskType.WORKER, [])) + len(jobs.get(coordinator, [])),
-        global_id_in_cluster=_global_id(cluster_spec, task_type, task_id, coordinator))
+        global_id_in_cluster=_global_id(cluster_spec, task_type, task_id, coordinator),
+    )
 
 
 def _led_by_chief(cluster_spec: tf.train.ClusterSpec, tf_config: dict) -> _Placement:
     task_type, task_id = _checked_task(cluster_spec, _task_of(tf_config), TaskType.CHIEF)
     if task_type == TaskType.EVALUATOR:
         # The evaluator only reads checkpoints: it joins no training session and counts in no replica total.
-        return _Placement(cluster_spec=tf.train.ClusterSpec({}), task_type=task_type, task_id=task_id, is_chief=False,
-                          master=_LOCAL_MASTER,
-                          evaluation_master=tf_config.get("eval_session_master", _LOCAL_MASTER),
-                          num_ps_replicas=0, num_worker_replicas=0, global_id_in_cluster=None)
+        return _Placement(
+            cluster_spec=tf.train.ClusterSpec({}),
+            task_type=task_type,
+            task_id=task_id,
+            is_chief=False,
+            master=_LOCAL_MASTER,
+            evaluation_master=tf_config.get("eval_session_master", _LOCAL_MASTER),
+            num_ps_replicas=0,
+            num_worker_replicas=0,
+            global_id_in_cluster=None,
+        )
     return _in_cluster(cluster_spec, task_type, task_id, tf_config, TaskType.CHIEF)
 
 
@@ -310,12 +363,16 @@ def _led_by_master(cluster_spec: tf.train.ClusterSpec, tf_config: dict) -> _Plac
     """TF 1's cluster: `master` plays the chief. With a `chief` job too it would be unclear which one leads,
     and TF 1 had no separate evaluator task, so TF 2.15 refused both."""
     if TaskType.CHIEF in cluster_spec.jobs:
-        raise ValueError("If `master` node exists in `cluster`, job `chief` is not supported. "
-                         "Name the coordinator either `chief` or `master`, not both.")
+        raise ValueError(
+            "If `master` node exists in `cluster`, job `chief` is not supported. "
+            "Name the coordinator either `chief` or `master`, not both."
+        )
     task_type, task_id = _checked_task(cluster_spec, _task_of(tf_config), TaskType.MASTER)
     if task_type == TaskType.EVALUATOR:
-        raise ValueError("If `master` node exists in `cluster`, task_type `evaluator` is not supported. "
-                         "Rename the `master` job to `chief` to run an evaluator.")
+        raise ValueError(
+            "If `master` node exists in `cluster`, task_type `evaluator` is not supported. "
+            "Rename the `master` job to `chief` to run an evaluator."
+        )
     return _in_cluster(cluster_spec, task_type, task_id, tf_config, TaskType.MASTER)
 
 
@@ -332,10 +389,12 @@ def _cluster_session_config(task_type: str, task_id: int) -> tf.compat.v1.Config
     """TF 2.15's session config for a task of a between-graph cluster: each task sees only the devices it
     works with (the ps, and itself), so a session does not wait on every other task. None for an evaluator
     or a job of another name: nothing to filter for them."""
-    filters = {TaskType.MASTER: ["/job:ps", "/job:master"],
-               TaskType.CHIEF: ["/job:ps", "/job:chief"],
-               TaskType.WORKER: ["/job:ps", f"/job:worker/task:{task_id}"],
-               TaskType.PS: ["/job:ps", "/job:worker", "/job:chief", "/job:master"]}.get(task_type)
+    filters = {
+        TaskType.MASTER: ["/job:ps", "/job:master"],
+        TaskType.CHIEF: ["/job:ps", "/job:chief"],
+        TaskType.WORKER: ["/job:ps", f"/job:worker/task:{task_id}"],
+        TaskType.PS: ["/job:ps", "/job:worker", "/job:chief", "/job:master"],
+    }.get(task_type)
     if filters is None:
         return None
     config = tf.compat.v1.ConfigProto(allow_soft_placement=True, device_filters=filters)
@@ -345,8 +404,14 @@ def _cluster_session_config(task_type: str, task_id: int) -> tf.compat.v1.Config
 
 # -- RunConfig -------------------------------------------------------------------
 
+
 class RunConfig:
     """tf.estimator.RunConfig."""
+
+    # set by _set_placement, from TF_CONFIG
+    _cluster_spec: Any
+    _task_type: str | None
+    _task_id: int
 
     def __init__(
         self,
@@ -441,7 +506,7 @@ class RunConfig:
     def saves_checkpoints(self) -> bool:
         return self.save_checkpoints_steps is not None or self.save_checkpoints_secs is not None
 
-    def __deepcopy__(self, memo: dict) -> "RunConfig":
+    def __deepcopy__(self, memo: dict) -> RunConfig:
         """A deep copy that shares the strategies: a strategy stands for devices and servers, not data, and
         MultiWorkerMirroredStrategy refuses to be deep-copied in eager mode. The copy keeps a subclass's
         type and any attribute set on the original (`Estimator.config` hands out such copies, as TF 2.15)."""
@@ -454,10 +519,10 @@ class RunConfig:
             setattr(copied, name, copy.deepcopy(value, memo))
         return copied
 
-    def _copy(self) -> "RunConfig":
+    def _copy(self) -> RunConfig:
         return copy.deepcopy(self)
 
-    def replace(self, **changes: Any) -> "RunConfig":
+    def replace(self, **changes: Any) -> RunConfig:
         """A copy with `changes`; everything else kept, the cluster placement included (TF_CONFIG is not read
         again). Setting one checkpoint cadence to a value turns the other off; a name RunConfig does not
         take, or a value out of range, raises ValueError."""

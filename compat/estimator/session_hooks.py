@@ -5,15 +5,17 @@ small graph that holds the `global_step` and a `loss` tensor, so the hook can
 look them up), `after_create_session`, `before_run` / `after_run` around each
 training step, `end`. What a hook asks for in `before_run` (`SessionRunArgs`)
 or through `session.run` may be the global step (in `SessionRunArgs` the value
-before the step, as TF 2.15 fetched it; `session.run` reads it now) or the loss of the step, by tensor or by name; anything else gets
-an error naming it, since there is no graph to run it in. `request_stop()`
-ends training after the step. Hooks that need a real Session (checkpoint,
+before the step, as TF 2.15 fetched it; `session.run` reads it now) or the
+loss of the step, by tensor or by name; anything else gets an error naming
+it, since there is no graph to run it in. `request_stop()` ends training
+after the step. Hooks that need a real Session (checkpoint,
 summary and profiler hooks) are refused with their replacement named.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -28,14 +30,16 @@ def refuse_unsupported(hooks: Sequence) -> None:
     for hook in hooks:
         name = type(hook).__name__
         if name in _REPLACEMENTS:
-            raise TypeError(f"{name} needs a tf.compat.v1 Session, which a model_to_estimator Estimator does not "
-                            f"have. Use {_REPLACEMENTS[name]} instead")
+            raise TypeError(
+                f"{name} needs a tf.compat.v1 Session, which a model_to_estimator Estimator does not "
+                f"have. Use {_REPLACEMENTS[name]} instead"
+            )
 
 
 class _StepSession:
     """Stands in for the Session a hook may call `run` on: it knows the global step and the loss."""
 
-    def __init__(self, runner: "HookRunner"):
+    def __init__(self, runner: HookRunner):
         self._runner = runner
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
@@ -62,13 +66,16 @@ class HookRunner:
         if fetch is None or isinstance(fetch, tf.Operation):
             return None
         name = fetch if isinstance(fetch, str) else getattr(fetch, "name", None)
-        if name is not None and (name == "global_step" or name.startswith("global_step:")
-                                 or name.startswith("global_step/")):  # the variable, or a read of it
+        if name is not None and (
+            name == "global_step" or name.startswith("global_step:") or name.startswith("global_step/")
+        ):  # the variable, or a read of it
             return step
         if name in (self.loss.name, "loss"):
             return self.loss_value
-        raise ValueError(f"A SessionRunHook asked for {fetch!r}; on a model_to_estimator Estimator hooks can read "
-                         "only the global step and the loss (there is no graph to run anything else in)")
+        raise ValueError(
+            f"A SessionRunHook asked for {fetch!r}; on a model_to_estimator Estimator hooks can read "
+            "only the global step and the loss (there is no graph to run anything else in)"
+        )
 
     def resolve(self, fetches: Any, step: int | None = None) -> Any:
         """The values of `fetches`; the global step as it was when the step ran, unless `step` is given."""
@@ -87,7 +94,8 @@ class HookRunner:
         with self.graph.as_default():
             for hook in self.hooks:
                 context = tf.compat.v1.train.SessionRunContext(
-                    original_args=tf.compat.v1.train.SessionRunArgs([self.loss]), session=self.session)
+                    original_args=tf.compat.v1.train.SessionRunArgs([self.loss]), session=self.session
+                )
                 self._pending.append((hook, context, hook.before_run(context)))
 
     def after_step(self, loss: float) -> bool:
@@ -97,8 +105,12 @@ class HookRunner:
         with self.graph.as_default():
             for hook, context, args in self._pending:
                 results = self.resolve(args.fetches) if args is not None else None
-                hook.after_run(context, tf.compat.v1.train.SessionRunValues(
-                    results=results, options=tf.compat.v1.RunOptions(), run_metadata=tf.compat.v1.RunMetadata()))
+                hook.after_run(
+                    context,
+                    tf.compat.v1.train.SessionRunValues(
+                        results=results, options=tf.compat.v1.RunOptions(), run_metadata=tf.compat.v1.RunMetadata()
+                    ),
+                )
                 stop = stop or context.stop_requested
         return stop
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 import collections
 import os
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import tensorflow as tf
 from absl import logging
 
+from compat.estimator.base import EstimatorBase
 from compat.estimator.estimator import Estimator
 from compat.estimator.exporter import Exporter
 from compat.estimator.run_config import TaskType
@@ -73,32 +75,48 @@ def _checked_exporters(exporters: Any) -> tuple:
         if not isinstance(name, str):
             raise ValueError(f"An Exporter must have a string name. Given: {type(name)}")
     if len(set(names)) != len(names):
-        raise ValueError(f"`exporters` must have unique names. Such a name cannot be `None`. All exporter names: "
-                         f"{names}")
+        raise ValueError(
+            f"`exporters` must have unique names. Such a name cannot be `None`. All exporter names: {names}"
+        )
     return tuple(exporters)
 
 
 class TrainSpec(collections.namedtuple("TrainSpec", ["input_fn", "max_steps", "hooks", "saving_listeners"])):
     """What `train_and_evaluate` trains: tf.estimator.TrainSpec."""
 
-    def __new__(cls, input_fn: Callable, max_steps: int | None = None, hooks: Iterable | None = None,
-                saving_listeners: Iterable | None = None):
+    def __new__(
+        cls,
+        input_fn: Callable,
+        max_steps: int | None = None,
+        hooks: Iterable | None = None,
+        saving_listeners: Iterable | None = None,
+    ):
         _checked_input_fn(input_fn)
         if max_steps is not None and max_steps <= 0:
             raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
         return super().__new__(cls, input_fn, max_steps, _checked_hooks(hooks), _checked_listeners(saving_listeners))
 
 
-class EvalSpec(collections.namedtuple("EvalSpec", ["input_fn", "steps", "name", "hooks", "exporters",
-                                                   "start_delay_secs", "throttle_secs"])):
+class EvalSpec(
+    collections.namedtuple(
+        "EvalSpec", ["input_fn", "steps", "name", "hooks", "exporters", "start_delay_secs", "throttle_secs"]
+    )
+):
     """How `train_and_evaluate` evaluates: tf.estimator.EvalSpec.
 
     `start_delay_secs` only delays a separate evaluator task; on one machine it is unused.
     """
 
-    def __new__(cls, input_fn: Callable, steps: int | None = 100, name: str | None = None,
-                hooks: Iterable | None = None, exporters: Any = None, start_delay_secs: float = 120,
-                throttle_secs: float = 600):
+    def __new__(
+        cls,
+        input_fn: Callable,
+        steps: int | None = 100,
+        name: str | None = None,
+        hooks: Iterable | None = None,
+        exporters: Any = None,
+        start_delay_secs: float = 120,
+        throttle_secs: float = 600,
+    ):
         _checked_input_fn(input_fn)
         if steps is not None and steps <= 0:
             raise ValueError(f"Must specify steps > 0, given: {steps}")
@@ -116,33 +134,46 @@ class EvalSpec(collections.namedtuple("EvalSpec", ["input_fn", "steps", "name", 
 CheckpointSaverListener = tf.compat.v1.train.CheckpointSaverListener
 
 
-def _run_exporters(estimator: Estimator, eval_spec: EvalSpec, checkpoint: str, result: dict,
-                   max_steps: int | None) -> list:
+def _run_exporters(
+    estimator: EstimatorBase, eval_spec: EvalSpec, checkpoint: str, result: dict, max_steps: int | None
+) -> list:
     final = max_steps is not None and result["global_step"] >= max_steps
-    return [exporter.export(estimator, os.path.join(estimator.model_dir, "export", exporter.name), checkpoint,
-                            result, final) for exporter in eval_spec.exporters]
+    return [
+        exporter.export(
+            estimator, os.path.join(estimator.model_dir, "export", exporter.name), checkpoint, result, final
+        )
+        for exporter in eval_spec.exporters
+    ]
 
 
-def _train_in_cluster(estimator: Estimator, train_spec: TrainSpec) -> None:
+def _train_in_cluster(estimator: EstimatorBase, train_spec: TrainSpec) -> None:
     """A chief or a worker: trains with the others; the chief saves, the evaluator task evaluates."""
     from compat import distribution
 
     config = estimator.config
     cluster = config.cluster_spec.as_dict()
     if config.task_type == TaskType.PS or TaskType.PS in cluster:
-        raise distribution.UnsupportedStrategyError("TF_CONFIG names ps tasks: parameter-server training is not run by compat.estimator. "
-                         "The cluster shapes that run: a chief, workers and an evaluator with "
-                         "RunConfig(train_distribute=tf.distribute.MultiWorkerMirroredStrategy()); or a chief "
-                         "and an evaluator alone")
+        raise distribution.UnsupportedStrategyError(
+            "TF_CONFIG names ps tasks: parameter-server training is not run by compat.estimator. "
+            "The cluster shapes that run: a chief, workers and an evaluator with "
+            "RunConfig(train_distribute=tf.distribute.MultiWorkerMirroredStrategy()); or a chief "
+            "and an evaluator alone"
+        )
     if cluster.get(TaskType.WORKER) and not distribution.is_multi_worker(config.train_distribute):
-        raise distribution.UnsupportedStrategyError("TF_CONFIG names workers beside the chief, but RunConfig(train_distribute=...) is not a "
-                         "MultiWorkerMirroredStrategy: the workers would train apart. Create the strategy (it reads "
-                         "TF_CONFIG) and pass it as train_distribute")
-    estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
-                    saving_listeners=list(train_spec.saving_listeners))
+        raise distribution.UnsupportedStrategyError(
+            "TF_CONFIG names workers beside the chief, but RunConfig(train_distribute=...) is not a "
+            "MultiWorkerMirroredStrategy: the workers would train apart. Create the strategy (it reads "
+            "TF_CONFIG) and pass it as train_distribute"
+        )
+    estimator.train(
+        train_spec.input_fn,
+        hooks=train_spec.hooks,
+        max_steps=train_spec.max_steps,
+        saving_listeners=list(train_spec.saving_listeners),
+    )
 
 
-def _run_evaluator(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
+def _run_evaluator(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
     """The evaluator task: each new checkpoint of the chief's, `throttle_secs` apart, until the final one."""
     logging.info("Waiting %s secs before starting evaluation.", eval_spec.start_delay_secs)
     time.sleep(eval_spec.start_delay_secs)
@@ -151,32 +182,44 @@ def _run_evaluator(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalS
         started = time.monotonic()
         latest = estimator.latest_checkpoint()
         if latest is not None and latest != evaluated:
-            result = estimator.evaluate(eval_spec.input_fn, steps=eval_spec.steps, hooks=eval_spec.hooks,
-                                        checkpoint_path=latest, name=eval_spec.name)
+            result = estimator.evaluate(
+                eval_spec.input_fn,
+                steps=eval_spec.steps,
+                hooks=eval_spec.hooks,
+                checkpoint_path=latest,
+                name=eval_spec.name,
+            )
             _run_exporters(estimator, eval_spec, latest, result, train_spec.max_steps)
             evaluated = latest
             if train_spec.max_steps is not None and result["global_step"] >= train_spec.max_steps:
-                logging.info("Exiting evaluation, global_step=%s >= train max_steps=%s", result["global_step"],
-                             train_spec.max_steps)
+                logging.info(
+                    "Exiting evaluation, global_step=%s >= train max_steps=%s",
+                    result["global_step"],
+                    train_spec.max_steps,
+                )
                 return
         else:
             logging.info("Waiting for a new checkpoint in %s", estimator.model_dir)
         time.sleep(max(eval_spec.throttle_secs - (time.monotonic() - started), _EVALUATOR_POLL_SECS))
 
 
-class _EvaluateAfterSaves(CheckpointSaverListener):
-    def __init__(self, estimator: Estimator, eval_spec: EvalSpec, max_steps: int | None):
+class _EvaluateAfterSaves(tf.compat.v1.train.CheckpointSaverListener):
+    def __init__(self, estimator: EstimatorBase, eval_spec: EvalSpec, max_steps: int | None):
         self.estimator, self.eval_spec, self.max_steps = estimator, eval_spec, max_steps
-        self.eval_result, self.export_results = None, []
-        self.saves, self._last_start, self._evaluated_step = 0, None, None
+        self.eval_result: dict | None = None
+        self.export_results: list = []
+        self.saves = 0
+        self._last_start: float | None = None
+        self._evaluated_step: int | None = None
 
     def after_save(self, session, global_step_value):
         self.saves += 1
         if self.saves == 1:  # the save of the step training starts from
             return False
         if self._last_start is not None and time.monotonic() - self._last_start < self.eval_spec.throttle_secs:
-            logging.info("Skip the current checkpoint eval due to throttle secs (%s secs).",
-                         self.eval_spec.throttle_secs)
+            logging.info(
+                "Skip the current checkpoint eval due to throttle secs (%s secs).", self.eval_spec.throttle_secs
+            )
             return False
         self._evaluate(global_step_value)
         return False
@@ -188,14 +231,14 @@ class _EvaluateAfterSaves(CheckpointSaverListener):
     def _evaluate(self, step: int) -> None:
         self._last_start = time.monotonic()
         spec = self.eval_spec
-        self.eval_result = self.estimator.evaluate(spec.input_fn, steps=spec.steps, hooks=spec.hooks,
-                                                   name=spec.name)
+        self.eval_result = self.estimator.evaluate(spec.input_fn, steps=spec.steps, hooks=spec.hooks, name=spec.name)
         self._evaluated_step = step
-        self.export_results = _run_exporters(self.estimator, spec, self.estimator.latest_checkpoint(),
-                                             self.eval_result, self.max_steps)
+        self.export_results = _run_exporters(
+            self.estimator, spec, self.estimator.latest_checkpoint(), self.eval_result, self.max_steps
+        )
 
 
-def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
+def train_and_evaluate(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec):
     """Trains and evaluates on one machine; returns (eval_metrics, export_results).
 
     Returns (None, None) when `max_steps` was already reached: nothing is trained
@@ -209,11 +252,14 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
         raise TypeError(f"`train_spec` must have type `tf.estimator.TrainSpec`. Got: {type(train_spec)}")
     config = estimator.config
     if config.task_type == TaskType.EVALUATOR and config.task_id > 0:
-        raise ValueError("For distributed training, there can only be one `evaluator` task (with task id 0).  Given "
-                         f"task id {config.task_id}")
+        raise ValueError(
+            "For distributed training, there can only be one `evaluator` task (with task id 0).  Given "
+            f"task id {config.task_id}"
+        )
     if not config.saves_checkpoints:
-        raise ValueError("train_and_evaluate needs checkpoints: set save_checkpoints_steps or _secs in "
-                         "the RunConfig (both are None)")
+        raise ValueError(
+            "train_and_evaluate needs checkpoints: set save_checkpoints_steps or _secs in the RunConfig (both are None)"
+        )
     if config.task_type == TaskType.EVALUATOR:
         _run_evaluator(estimator, train_spec, eval_spec)
         return None
@@ -221,8 +267,12 @@ def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: E
         _train_in_cluster(estimator, train_spec)
         return None
     listener = _EvaluateAfterSaves(estimator, eval_spec, train_spec.max_steps)
-    estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps,
-                    saving_listeners=[*train_spec.saving_listeners, listener])
+    estimator.train(
+        train_spec.input_fn,
+        hooks=train_spec.hooks,
+        max_steps=train_spec.max_steps,
+        saving_listeners=[*train_spec.saving_listeners, listener],
+    )
     if listener.saves == 0:  # train() skipped: max_steps was already reached
         return None, None
     return listener.eval_result, listener.export_results

@@ -26,8 +26,8 @@ _OWN = {"install", "uninstall", "experimental"}
 globals().update({name: getattr(_v2, name) for name in _v2.__all__ if name not in _OWN})
 globals().update(V1_CANNED)
 
-experimental = types.SimpleNamespace(**{
-    **{name: value for name, value in vars(_v2.experimental).items() if name not in _NOT_IN_V1},
-    **V1_EXPERIMENTAL})
+experimental = types.SimpleNamespace(
+    **{**{name: value for name, value in vars(_v2.experimental).items() if name not in _NOT_IN_V1}, **V1_EXPERIMENTAL}
+)
 
 __all__ = sorted({*(name for name in _v2.__all__ if name not in _OWN), *V1_CANNED, "experimental"})

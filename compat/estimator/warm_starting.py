@@ -21,16 +21,30 @@ import tensorflow as tf
 VocabInfo = tf.compat.v1.train.VocabInfo
 
 
-class WarmStartSettings(collections.namedtuple("WarmStartSettings", [
-        "ckpt_to_initialize_from", "vars_to_warm_start", "var_name_to_vocab_info", "var_name_to_prev_var_name"])):
+class WarmStartSettings(
+    collections.namedtuple(
+        "WarmStartSettings",
+        ["ckpt_to_initialize_from", "vars_to_warm_start", "var_name_to_vocab_info", "var_name_to_prev_var_name"],
+    )
+):
     """What to warm-start from, and which variables (tf.estimator.WarmStartSettings)."""
 
-    def __new__(cls, ckpt_to_initialize_from: str, vars_to_warm_start: Any = ".*",
-                var_name_to_vocab_info: dict | None = None, var_name_to_prev_var_name: dict | None = None):
+    def __new__(
+        cls,
+        ckpt_to_initialize_from: str,
+        vars_to_warm_start: Any = ".*",
+        var_name_to_vocab_info: dict | None = None,
+        var_name_to_prev_var_name: dict | None = None,
+    ):
         if not ckpt_to_initialize_from:
             raise ValueError("`ckpt_to_initialize_from` MUST be set in WarmStartSettings")
-        return super().__new__(cls, ckpt_to_initialize_from, vars_to_warm_start, var_name_to_vocab_info or {},
-                               var_name_to_prev_var_name or {})
+        return super().__new__(
+            cls,
+            ckpt_to_initialize_from,
+            vars_to_warm_start,
+            var_name_to_vocab_info or {},
+            var_name_to_prev_var_name or {},
+        )
 
 
 def settings_from(warm_start_from: Any) -> WarmStartSettings | None:
@@ -54,8 +68,10 @@ def _checked_source(path: str) -> None:
     """A clear error before TensorFlow's, when the checkpoint to start from is not there."""
     if tf.io.gfile.isdir(path):
         if tf.train.latest_checkpoint(path) is None:
-            raise ValueError(f"warm_start_from: the folder '{path}' holds no checkpoint; train a model there first, "
-                             "or point at a checkpoint (model.ckpt-N)")
+            raise ValueError(
+                f"warm_start_from: the folder '{path}' holds no checkpoint; train a model there first, "
+                "or point at a checkpoint (model.ckpt-N)"
+            )
     elif not tf.io.gfile.exists(path + ".index") and not tf.io.gfile.exists(path):
         raise ValueError(f"warm_start_from: '{path}' does not exist; give a model folder or a checkpoint path")
 

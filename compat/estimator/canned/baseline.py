@@ -11,7 +11,8 @@ serving needs no weights). The default optimizer is FTRL at 0.3.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -36,13 +37,16 @@ def _batch_size_and_checks(features: dict, weight_key: str | None) -> tuple[tf.T
     """The batch size (the first feature's first dimension) and assertions that every other feature agrees."""
     sizes = [tf.compat.v1.shape(value)[0] for key, value in features.items() if key != weight_key]
     if not sizes:
-        raise ValueError("features is an empty dictionary (or holds only the weight column): the baseline takes its "
-                         "batch size from the features; give at least one feature")
+        raise ValueError(
+            "features is an empty dictionary (or holds only the weight column): the baseline takes its "
+            "batch size from the features; give at least one feature"
+        )
     return sizes[0], [tf.compat.v1.debugging.assert_equal(sizes[0], size) for size in sizes[1:]]
 
 
-def baseline_logits_and_variables(features: dict, num_outputs: int,
-                                  weight_column: Any = None) -> tuple[list, tf.Tensor]:
+def baseline_logits_and_variables(
+    features: dict, num_outputs: int, weight_column: Any = None
+) -> tuple[list, tf.Tensor]:
     """The bias variable (in a list: the trainable variables) and the `[batch_size, num_outputs]` logits."""
     common.check_features(features)
     batch_size, checks = _batch_size_and_checks(features, _weight_key(weight_column))
@@ -55,8 +59,15 @@ def baseline_logits_and_variables(features: dict, num_outputs: int,
     return [bias], logits
 
 
-def baseline_model_fn(features: dict, labels: Any, mode: str, head: Any, optimizer: Any = "Ftrl",
-                      weight_column: Any = None, config: Any = None) -> Any:
+def baseline_model_fn(
+    features: dict,
+    labels: Any,
+    mode: str,
+    head: Any,
+    optimizer: Any = "Ftrl",
+    weight_column: Any = None,
+    config: Any = None,
+) -> Any:
     """The model_fn of the baseline estimators: the bias through `head`, trained by `optimizer` (a name at 0.3,
     an optimizer or a callable) with the global step as its step counter."""
     del config
@@ -68,16 +79,18 @@ def baseline_model_fn(features: dict, labels: Any, mode: str, head: Any, optimiz
     def train_op_fn(loss: tf.Tensor) -> tf.Operation:
         return optimizer.get_updates(loss, trainable_variables)[0]
 
-    return head.create_estimator_spec(features=features, mode=mode, logits=logits, labels=labels,
-                                      train_op_fn=train_op_fn)
+    return head.create_estimator_spec(
+        features=features, mode=mode, logits=logits, labels=labels, train_op_fn=train_op_fn
+    )
 
 
 def _model_fn(head: Any, optimizer: Any, weight_column: Any = None) -> Callable:
     optimizer = optimizers.checked_optimizer_argument(optimizer)
 
     def model_fn(features, labels, mode, config):
-        return baseline_model_fn(features, labels, mode, head, optimizer=optimizer, weight_column=weight_column,
-                                 config=config)
+        return baseline_model_fn(
+            features, labels, mode, head, optimizer=optimizer, weight_column=weight_column, config=config
+        )
 
     return model_fn
 
@@ -92,9 +105,16 @@ class BaselineEstimator(Estimator):
 class BaselineClassifier(Estimator):
     """tf.estimator.BaselineClassifier: predicts the classes' frequencies in the training labels."""
 
-    def __init__(self, model_dir: str | None = None, n_classes: int = 2, weight_column: Any = None,
-                 label_vocabulary: Sequence[str] | None = None, optimizer: Any = "Ftrl", config: Any = None,
-                 loss_reduction: str = common.SUM_OVER_BATCH_SIZE):
+    def __init__(
+        self,
+        model_dir: str | None = None,
+        n_classes: int = 2,
+        weight_column: Any = None,
+        label_vocabulary: Sequence[str] | None = None,
+        optimizer: Any = "Ftrl",
+        config: Any = None,
+        loss_reduction: str = common.SUM_OVER_BATCH_SIZE,
+    ):
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(model_fn=_model_fn(head, optimizer, weight_column), model_dir=model_dir, config=config)
 
@@ -102,10 +122,18 @@ class BaselineClassifier(Estimator):
 class BaselineRegressor(Estimator):
     """tf.estimator.BaselineRegressor: predicts the mean of the training labels (per label dimension)."""
 
-    def __init__(self, model_dir: str | None = None, label_dimension: int = 1, weight_column: Any = None,
-                 optimizer: Any = "Ftrl", config: Any = None, loss_reduction: str = common.SUM_OVER_BATCH_SIZE):
-        head = RegressionHead(label_dimension=label_dimension, weight_column=weight_column,
-                              loss_reduction=loss_reduction)
+    def __init__(
+        self,
+        model_dir: str | None = None,
+        label_dimension: int = 1,
+        weight_column: Any = None,
+        optimizer: Any = "Ftrl",
+        config: Any = None,
+        loss_reduction: str = common.SUM_OVER_BATCH_SIZE,
+    ):
+        head = RegressionHead(
+            label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
+        )
         # as TF 2.15: the weight column weighs the loss (the head), and is counted among the features' batch sizes
         super().__init__(model_fn=_model_fn(head, optimizer), model_dir=model_dir, config=config)
 
@@ -113,6 +141,7 @@ class BaselineRegressor(Estimator):
 # -- the TF 1.x classes (tf.compat.v1.estimator.BaselineClassifier, ...) -------------------------------------------
 # The same bias, `baseline/bias` made with tf.compat.v1.get_variable, trained by a tf.compat.v1.train optimizer (a name
 # at 0.3; made when the train op is built, as TF 1.x made it); the loss is summed over the batch.
+
 
 def baseline_logits_v1(features: dict, num_outputs: int, weight_column: Any = None) -> tf.Tensor:
     """`[batch_size, num_outputs]` logits: the bias `baseline/bias` (tf.compat.v1.get_variable, zeros) per example."""
@@ -124,8 +153,15 @@ def baseline_logits_v1(features: dict, num_outputs: int, weight_column: Any = No
         return tf.math.multiply(bias, tf.ones([batch_size, num_outputs]))
 
 
-def baseline_model_fn_v1(features: dict, labels: Any, mode: str, head: Any, optimizer: Any = "Ftrl",
-                         weight_column: Any = None, config: Any = None) -> Any:
+def baseline_model_fn_v1(
+    features: dict,
+    labels: Any,
+    mode: str,
+    head: Any,
+    optimizer: Any = "Ftrl",
+    weight_column: Any = None,
+    config: Any = None,
+) -> Any:
     """The model_fn of the v1 baseline estimators: the bias through `head`, trained by a tf.compat.v1.train
     `optimizer` (a name at 0.3, an optimizer or a callable)."""
     del config
@@ -133,7 +169,8 @@ def baseline_model_fn_v1(features: dict, labels: Any, mode: str, head: Any, opti
 
     def train_op_fn(loss: tf.Tensor) -> tf.Operation:
         return optimizers.get_v1_optimizer_instance(optimizer, _LEARNING_RATE).minimize(
-            loss, global_step=tf.compat.v1.train.get_global_step())
+            loss, global_step=tf.compat.v1.train.get_global_step()
+        )
 
     return v1_heads.v1_estimator_spec(head, features, mode, labels, logits, train_op_fn=train_op_fn)
 
@@ -142,8 +179,9 @@ def _model_fn_v1(head: Any, optimizer: Any, weight_column: Any = None) -> Callab
     optimizer = optimizers.checked_v1_optimizer_argument(optimizer)
 
     def model_fn(features, labels, mode, config):
-        return baseline_model_fn_v1(features, labels, mode, head, optimizer=optimizer, weight_column=weight_column,
-                                    config=config)
+        return baseline_model_fn_v1(
+            features, labels, mode, head, optimizer=optimizer, weight_column=weight_column, config=config
+        )
 
     return model_fn
 
@@ -159,9 +197,16 @@ class BaselineEstimatorV1(Estimator):
 class BaselineClassifierV1(Estimator):
     """tf.compat.v1.estimator.BaselineClassifier: the classes' frequencies, the loss summed over the batch."""
 
-    def __init__(self, model_dir: str | None = None, n_classes: int = 2, weight_column: Any = None,
-                 label_vocabulary: Sequence[str] | None = None, optimizer: Any = "Ftrl", config: Any = None,
-                 loss_reduction: str = v1_heads.V1Reduction.SUM):
+    def __init__(
+        self,
+        model_dir: str | None = None,
+        n_classes: int = 2,
+        weight_column: Any = None,
+        label_vocabulary: Sequence[str] | None = None,
+        optimizer: Any = "Ftrl",
+        config: Any = None,
+        loss_reduction: str = v1_heads.V1Reduction.SUM,
+    ):
         head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(model_fn=_model_fn_v1(head, optimizer, weight_column), model_dir=model_dir, config=config)
 
@@ -169,14 +214,31 @@ class BaselineClassifierV1(Estimator):
 class BaselineRegressorV1(Estimator):
     """tf.compat.v1.estimator.BaselineRegressor: the label mean, the loss summed over the batch."""
 
-    def __init__(self, model_dir: str | None = None, label_dimension: int = 1, weight_column: Any = None,
-                 optimizer: Any = "Ftrl", config: Any = None, loss_reduction: str = v1_heads.V1Reduction.SUM):
-        head = v1_heads.RegressionHeadV1(label_dimension=label_dimension, weight_column=weight_column,
-                                         loss_reduction=loss_reduction)
+    def __init__(
+        self,
+        model_dir: str | None = None,
+        label_dimension: int = 1,
+        weight_column: Any = None,
+        optimizer: Any = "Ftrl",
+        config: Any = None,
+        loss_reduction: str = v1_heads.V1Reduction.SUM,
+    ):
+        head = v1_heads.RegressionHeadV1(
+            label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
+        )
         # as TF 2.15: the weight column weighs the loss, and is counted among the features' batch sizes
         super().__init__(model_fn=_model_fn_v1(head, optimizer), model_dir=model_dir, config=config)
 
 
-__all__ = ["BaselineClassifier", "BaselineClassifierV1", "BaselineEstimator", "BaselineEstimatorV1",
-           "BaselineRegressor", "BaselineRegressorV1", "baseline_logits_and_variables", "baseline_logits_v1",
-           "baseline_model_fn", "baseline_model_fn_v1"]
+__all__ = [
+    "BaselineClassifier",
+    "BaselineClassifierV1",
+    "BaselineEstimator",
+    "BaselineEstimatorV1",
+    "BaselineRegressor",
+    "BaselineRegressorV1",
+    "baseline_logits_and_variables",
+    "baseline_logits_v1",
+    "baseline_model_fn",
+    "baseline_model_fn_v1",
+]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -17,17 +18,21 @@ _V1_COLUMNS_MESSAGE = (
     "Received a feature column from TensorFlow v1, but this is a TensorFlow v2 Estimator. Please either use v2 "
     "feature columns (accessible via tf.feature_column.* in TF 2.x) with this Estimator, or switch to a v1 "
     "Estimator for use with v1 feature columns (accessible via tf.compat.v1.estimator.* and "
-    "tf.compat.v1.feature_column.*, respectively.")
+    "tf.compat.v1.feature_column.*, respectively."
+)
 
 
-def classifier_head(n_classes: int, weight_column: Any, label_vocabulary: Sequence[str] | None,
-                    loss_reduction: str) -> Any:
+def classifier_head(
+    n_classes: int, weight_column: Any, label_vocabulary: Sequence[str] | None, loss_reduction: str
+) -> Any:
     """The head of a canned classifier: sigmoid for 2 classes, softmax for more (MultiClassHead refuses fewer)."""
     if n_classes == 2:
-        return BinaryClassHead(weight_column=weight_column, label_vocabulary=label_vocabulary,
-                               loss_reduction=loss_reduction)
-    return MultiClassHead(n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary,
-                          loss_reduction=loss_reduction)
+        return BinaryClassHead(
+            weight_column=weight_column, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction
+        )
+    return MultiClassHead(
+        n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction
+    )
 
 
 def check_features(features: Any) -> None:
@@ -75,5 +80,6 @@ def v1_model_partitioner(config: Any) -> Any:
 
 def v1_input_layer_partitioner(config: Any) -> Any:
     """TF 1.x's partitioner of the input layer's (and a linear model's) variables: slices of at least 64 MB."""
-    return tf.compat.v1.min_max_variable_partitioner(max_partitions=config.num_ps_replicas if config else 0,
-                                                    min_slice_size=_INPUT_LAYER_MIN_SLICE_SIZE)
+    return tf.compat.v1.min_max_variable_partitioner(
+        max_partitions=config.num_ps_replicas if config else 0, min_slice_size=_INPUT_LAYER_MIN_SLICE_SIZE
+    )

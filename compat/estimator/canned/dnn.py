@@ -14,7 +14,8 @@ logits into predictions, loss, metrics and the train op, which the optimizer
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 import tf_keras
@@ -32,27 +33,45 @@ _BATCH_NORM_MOMENTUM = 0.999
 class _DNNModel(tf_keras.Model):
     """The network: input layer, hidden layers (dropout, batch norm) and logits; called as `model(features, mode)`."""
 
-    def __init__(self, units: int, hidden_units: Sequence[int], feature_columns: Sequence, activation_fn: Callable,
-                 dropout: float | None, batch_norm: bool, name: str = "dnn"):
+    def __init__(
+        self,
+        units: int,
+        hidden_units: Sequence[int],
+        feature_columns: Sequence,
+        activation_fn: Callable,
+        dropout: float | None,
+        batch_norm: bool,
+        name: str = "dnn",
+    ):
         super().__init__(name=name)
         common.check_v2_columns(feature_columns)
-        self._input_layer = tf_keras.layers.DenseFeatures(feature_columns,
-                                                          name="input_from_feature_columns/input_layer")
+        self._input_layer = tf_keras.layers.DenseFeatures(
+            feature_columns, name="input_from_feature_columns/input_layer"
+        )
         self._dropout = dropout
         self._layer_names = [f"hiddenlayer_{index}" for index in range(len(hidden_units))]
         self._hidden_layers = [
-            tf_keras.layers.Dense(size, activation=activation_fn,
-                                  kernel_initializer=tf.compat.v1.glorot_uniform_initializer(), name=name)
-            for name, size in zip(self._layer_names, hidden_units)]
-        self._dropout_layers = [tf_keras.layers.Dropout(rate=dropout) for _ in hidden_units] if dropout is not None \
+            tf_keras.layers.Dense(
+                size, activation=activation_fn, kernel_initializer=tf.compat.v1.glorot_uniform_initializer(), name=name
+            )
+            for name, size in zip(self._layer_names, hidden_units)
+        ]
+        self._dropout_layers = (
+            [tf_keras.layers.Dropout(rate=dropout) for _ in hidden_units] if dropout is not None else []
+        )
+        self._batch_norm_layers = (
+            [
+                tf_keras.layers.BatchNormalization(
+                    momentum=_BATCH_NORM_MOMENTUM, trainable=True, name=f"{name}/batchnorm_{index}"
+                )
+                for index, name in enumerate(self._layer_names)
+            ]
+            if batch_norm
             else []
-        self._batch_norm_layers = [
-            tf_keras.layers.BatchNormalization(momentum=_BATCH_NORM_MOMENTUM, trainable=True,
-                                               name=f"{name}/batchnorm_{index}")
-            for index, name in enumerate(self._layer_names)] if batch_norm else []
-        self._logits_layer = tf_keras.layers.Dense(units, activation=None,
-                                                   kernel_initializer=tf.compat.v1.glorot_uniform_initializer(),
-                                                   name="logits")
+        )
+        self._logits_layer = tf_keras.layers.Dense(
+            units, activation=None, kernel_initializer=tf.compat.v1.glorot_uniform_initializer(), name="logits"
+        )
 
     def call(self, features: dict, mode: str) -> tf.Tensor:
         training = mode == ModeKeys.TRAIN
@@ -74,9 +93,15 @@ def _check_units(units: Any) -> None:
         raise ValueError(f"units must be an int.  Given type: {type(units)}")
 
 
-def dnn_logit_fn_builder(units: int, hidden_units: Sequence[int], feature_columns: Sequence,
-                         activation_fn: Callable, dropout: float | None, input_layer_partitioner: Any = None,
-                         batch_norm: bool = False) -> Callable:
+def dnn_logit_fn_builder(
+    units: int,
+    hidden_units: Sequence[int],
+    feature_columns: Sequence,
+    activation_fn: Callable,
+    dropout: float | None,
+    input_layer_partitioner: Any = None,
+    batch_norm: bool = False,
+) -> Callable:
     """A `logit_fn(features, mode)` -> `[batch_size, units]` logits of a DNN under the scope `dnn`
     (tf.compat.v1.estimator.experimental.dnn_logit_fn_builder).
 
@@ -93,9 +118,16 @@ def dnn_logit_fn_builder(units: int, hidden_units: Sequence[int], feature_column
     return dnn_logit_fn
 
 
-def dnn_logits_and_variables(units: int, hidden_units: Sequence[int], feature_columns: Sequence,
-                             activation_fn: Callable, dropout: float | None, batch_norm: bool, features: dict,
-                             mode: str) -> tuple[tf.Tensor, list, list]:
+def dnn_logits_and_variables(
+    units: int,
+    hidden_units: Sequence[int],
+    feature_columns: Sequence,
+    activation_fn: Callable,
+    dropout: float | None,
+    batch_norm: bool,
+    features: dict,
+    mode: str,
+) -> tuple[tf.Tensor, list, list]:
     """The DNN's logits, its trainable variables and its update ops (batch norm's moving statistics)."""
     _check_units(units)
     model = _DNNModel(units, hidden_units, feature_columns, activation_fn, dropout, batch_norm)
@@ -103,30 +135,66 @@ def dnn_logits_and_variables(units: int, hidden_units: Sequence[int], feature_co
     return logits, model.trainable_variables, model.updates
 
 
-def dnn_model_fn(features: dict, labels: Any, mode: str, head: Any, hidden_units: Sequence[int],
-                 feature_columns: Sequence, optimizer: Any = "Adagrad", activation_fn: Callable = tf.nn.relu,
-                 dropout: float | None = None, config: Any = None, batch_norm: bool = False) -> Any:
+def dnn_model_fn(
+    features: dict,
+    labels: Any,
+    mode: str,
+    head: Any,
+    hidden_units: Sequence[int],
+    feature_columns: Sequence,
+    optimizer: Any = "Adagrad",
+    activation_fn: Callable = tf.nn.relu,
+    dropout: float | None = None,
+    config: Any = None,
+    batch_norm: bool = False,
+) -> Any:
     """The model_fn of the DNN estimators: the DNN's logits through `head`, trained by `optimizer` (a name, an
     optimizer or a callable: see optimizers.py) with the global step as its step counter."""
     del config
     common.check_features(features)
     logits, trainable_variables, update_ops = dnn_logits_and_variables(
-        head.logits_dimension, hidden_units, feature_columns, activation_fn, dropout, batch_norm, features, mode)
+        head.logits_dimension, hidden_units, feature_columns, activation_fn, dropout, batch_norm, features, mode
+    )
     if mode == ModeKeys.TRAIN:
         optimizer = optimizers.optimizer_for_graph(optimizer)
         common.start_counting_with_global_step(optimizer)
-    return head.create_estimator_spec(features=features, mode=mode, labels=labels, optimizer=optimizer,
-                                      logits=logits, trainable_variables=trainable_variables, update_ops=update_ops)
+    return head.create_estimator_spec(
+        features=features,
+        mode=mode,
+        labels=labels,
+        optimizer=optimizer,
+        logits=logits,
+        trainable_variables=trainable_variables,
+        update_ops=update_ops,
+    )
 
 
-def _model_fn(head: Any, hidden_units: Sequence[int], feature_columns: Sequence, optimizer: Any,
-              activation_fn: Callable, dropout: float | None, batch_norm: bool) -> Callable:
+def _model_fn(
+    head: Any,
+    hidden_units: Sequence[int],
+    feature_columns: Sequence,
+    optimizer: Any,
+    activation_fn: Callable,
+    dropout: float | None,
+    batch_norm: bool,
+) -> Callable:
     optimizer = optimizers.checked_optimizer_argument(optimizer)
     feature_columns = tuple(feature_columns or ())
 
     def model_fn(features, labels, mode, config):
-        return dnn_model_fn(features, labels, mode, head, hidden_units, feature_columns, optimizer=optimizer,
-                            activation_fn=activation_fn, dropout=dropout, config=config, batch_norm=batch_norm)
+        return dnn_model_fn(
+            features,
+            labels,
+            mode,
+            head,
+            hidden_units,
+            feature_columns,
+            optimizer=optimizer,
+            activation_fn=activation_fn,
+            dropout=dropout,
+            config=config,
+            batch_norm=batch_norm,
+        )
 
     return model_fn
 
@@ -134,42 +202,82 @@ def _model_fn(head: Any, hidden_units: Sequence[int], feature_columns: Sequence,
 class DNNEstimator(Estimator):
     """tf.estimator.DNNEstimator: a DNN over feature columns with any head (e.g. tf.estimator.MultiLabelHead)."""
 
-    def __init__(self, head: Any, hidden_units: Sequence[int], feature_columns: Sequence,
-                 model_dir: str | None = None, optimizer: Any = "Adagrad", activation_fn: Callable = tf.nn.relu,
-                 dropout: float | None = None, config: Any = None, warm_start_from: Any = None,
-                 batch_norm: bool = False):
-        super().__init__(model_fn=_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout,
-                                            batch_norm),
-                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+    def __init__(
+        self,
+        head: Any,
+        hidden_units: Sequence[int],
+        feature_columns: Sequence,
+        model_dir: str | None = None,
+        optimizer: Any = "Adagrad",
+        activation_fn: Callable = tf.nn.relu,
+        dropout: float | None = None,
+        config: Any = None,
+        warm_start_from: Any = None,
+        batch_norm: bool = False,
+    ):
+        super().__init__(
+            model_fn=_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout, batch_norm),
+            model_dir=model_dir,
+            config=config,
+            warm_start_from=warm_start_from,
+        )
 
 
 class DNNClassifier(Estimator):
     """tf.estimator.DNNClassifier: a DNN with a sigmoid (2 classes) or softmax (more) cross-entropy head."""
 
-    def __init__(self, hidden_units: Sequence[int], feature_columns: Sequence, model_dir: str | None = None,
-                 n_classes: int = 2, weight_column: Any = None, label_vocabulary: Sequence[str] | None = None,
-                 optimizer: Any = "Adagrad", activation_fn: Callable = tf.nn.relu, dropout: float | None = None,
-                 config: Any = None, warm_start_from: Any = None, loss_reduction: str = common.SUM_OVER_BATCH_SIZE,
-                 batch_norm: bool = False):
+    def __init__(
+        self,
+        hidden_units: Sequence[int],
+        feature_columns: Sequence,
+        model_dir: str | None = None,
+        n_classes: int = 2,
+        weight_column: Any = None,
+        label_vocabulary: Sequence[str] | None = None,
+        optimizer: Any = "Adagrad",
+        activation_fn: Callable = tf.nn.relu,
+        dropout: float | None = None,
+        config: Any = None,
+        warm_start_from: Any = None,
+        loss_reduction: str = common.SUM_OVER_BATCH_SIZE,
+        batch_norm: bool = False,
+    ):
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(model_fn=_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout,
-                                            batch_norm),
-                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+        super().__init__(
+            model_fn=_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout, batch_norm),
+            model_dir=model_dir,
+            config=config,
+            warm_start_from=warm_start_from,
+        )
 
 
 class DNNRegressor(Estimator):
     """tf.estimator.DNNRegressor: a DNN with a squared-error head over `label_dimension` values."""
 
-    def __init__(self, hidden_units: Sequence[int], feature_columns: Sequence, model_dir: str | None = None,
-                 label_dimension: int = 1, weight_column: Any = None, optimizer: Any = "Adagrad",
-                 activation_fn: Callable = tf.nn.relu, dropout: float | None = None, config: Any = None,
-                 warm_start_from: Any = None, loss_reduction: str = common.SUM_OVER_BATCH_SIZE,
-                 batch_norm: bool = False):
-        head = RegressionHead(label_dimension=label_dimension, weight_column=weight_column,
-                              loss_reduction=loss_reduction)
-        super().__init__(model_fn=_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout,
-                                            batch_norm),
-                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+    def __init__(
+        self,
+        hidden_units: Sequence[int],
+        feature_columns: Sequence,
+        model_dir: str | None = None,
+        label_dimension: int = 1,
+        weight_column: Any = None,
+        optimizer: Any = "Adagrad",
+        activation_fn: Callable = tf.nn.relu,
+        dropout: float | None = None,
+        config: Any = None,
+        warm_start_from: Any = None,
+        loss_reduction: str = common.SUM_OVER_BATCH_SIZE,
+        batch_norm: bool = False,
+    ):
+        head = RegressionHead(
+            label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
+        )
+        super().__init__(
+            model_fn=_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout, batch_norm),
+            model_dir=model_dir,
+            config=config,
+            warm_start_from=warm_start_from,
+        )
 
 
 # -- the TF 1.x classes (tf.compat.v1.estimator.DNNClassifier, ...) ------------------------------------------------
@@ -193,13 +301,18 @@ def _v1_input_layer(features: dict, feature_columns: Sequence, partitioner: Any,
 
 def _v1_dense(units: int, activation_fn: Callable | None, scope: Any) -> Any:
     """A tf.compat.v1.layers Dense whose variables are `<scope>/kernel` and `<scope>/bias`."""
-    return tf_internals.legacy_layers().Dense(units=units, activation=activation_fn,
-                                               kernel_initializer=tf.compat.v1.glorot_uniform_initializer(),
-                                               name=scope, _scope=scope)
+    return tf_internals.legacy_layers().Dense(
+        units=units,
+        activation=activation_fn,
+        kernel_initializer=tf.compat.v1.glorot_uniform_initializer(),
+        name=scope,
+        _scope=scope,
+    )
 
 
-def _v1_hidden_layers(hidden_units: Sequence[int], activation_fn: Callable, dropout: float | None,
-                      batch_norm: bool) -> list[tuple]:
+def _v1_hidden_layers(
+    hidden_units: Sequence[int], activation_fn: Callable, dropout: float | None, batch_norm: bool
+) -> list[tuple]:
     """(scope name, Dense, Dropout or None, BatchNormalization or None) per hidden layer, each made in its
     `hiddenlayer_<i>` variable scope as TF 1.x made them."""
     legacy = tf_internals.legacy_layers()
@@ -208,15 +321,29 @@ def _v1_hidden_layers(hidden_units: Sequence[int], activation_fn: Callable, drop
         with tf.compat.v1.variable_scope(f"hiddenlayer_{index}") as scope:
             dense = _v1_dense(size, activation_fn, scope)
             drop = legacy.Dropout(rate=dropout) if dropout is not None else None
-            norm = legacy.BatchNormalization(momentum=_BATCH_NORM_MOMENTUM, trainable=True, name=f"batchnorm_{index}",
-                                             _scope=f"batchnorm_{index}") if batch_norm else None
+            norm = (
+                legacy.BatchNormalization(
+                    momentum=_BATCH_NORM_MOMENTUM,
+                    trainable=True,
+                    name=f"batchnorm_{index}",
+                    _scope=f"batchnorm_{index}",
+                )
+                if batch_norm
+                else None
+            )
         layers.append((scope.name, dense, drop, norm))
     return layers
 
 
-def dnn_logit_fn_builder_v1(units: int, hidden_units: Sequence[int], feature_columns: Sequence,
-                            activation_fn: Callable, dropout: float | None, input_layer_partitioner: Any = None,
-                            batch_norm: bool = False) -> Callable:
+def dnn_logit_fn_builder_v1(
+    units: int,
+    hidden_units: Sequence[int],
+    feature_columns: Sequence,
+    activation_fn: Callable,
+    dropout: float | None,
+    input_layer_partitioner: Any = None,
+    batch_norm: bool = False,
+) -> Callable:
     """TF 1.x's `logit_fn(features, mode)` -> `[batch_size, units]` logits, the variables under the caller's variable
     scope (`hiddenlayer_<i>/...`, `logits/...`, `input_from_feature_columns/input_layer/...`, the input layer cut by
     `input_layer_partitioner`). TF 1.x and TF2 feature columns are both accepted."""
@@ -242,35 +369,70 @@ def dnn_logit_fn_builder_v1(units: int, hidden_units: Sequence[int], feature_col
     return dnn_logit_fn
 
 
-def dnn_model_fn_v1(features: dict, labels: Any, mode: str, head: Any, hidden_units: Sequence[int],
-                    feature_columns: Sequence, optimizer: Any = "Adagrad", activation_fn: Callable = tf.nn.relu,
-                    dropout: float | None = None, input_layer_partitioner: Any = None, config: Any = None,
-                    batch_norm: bool = False) -> Any:
+def dnn_model_fn_v1(
+    features: dict,
+    labels: Any,
+    mode: str,
+    head: Any,
+    hidden_units: Sequence[int],
+    feature_columns: Sequence,
+    optimizer: Any = "Adagrad",
+    activation_fn: Callable = tf.nn.relu,
+    dropout: float | None = None,
+    input_layer_partitioner: Any = None,
+    config: Any = None,
+    batch_norm: bool = False,
+) -> Any:
     """The model_fn of the v1 DNN estimators: the network under the variable scope `dnn` (the model's partitioner),
     its logits through `head`, trained by a tf.compat.v1.train `optimizer` (a name at 0.05, an optimizer or a callable,
     called in every mode as TF 1.x did)."""
     optimizer = optimizers.get_v1_optimizer_instance(optimizer, _V1_LEARNING_RATE)
     common.check_features(features)
-    with tf.compat.v1.variable_scope("dnn", values=tuple(features.values()),
-                                     partitioner=common.v1_model_partitioner(config)):
-        logit_fn = dnn_logit_fn_builder_v1(head.logits_dimension, hidden_units, feature_columns, activation_fn,
-                                           dropout, input_layer_partitioner or common.v1_input_layer_partitioner(config),
-                                           batch_norm)
+    with tf.compat.v1.variable_scope(
+        "dnn", values=tuple(features.values()), partitioner=common.v1_model_partitioner(config)
+    ):
+        logit_fn = dnn_logit_fn_builder_v1(
+            head.logits_dimension,
+            hidden_units,
+            feature_columns,
+            activation_fn,
+            dropout,
+            input_layer_partitioner or common.v1_input_layer_partitioner(config),
+            batch_norm,
+        )
         logits = logit_fn(features=features, mode=mode)
         # made in the scope, as TF 1.x made it: its partitioner names the slots
         return v1_heads.v1_estimator_spec(head, features, mode, labels, logits, optimizer=optimizer)
 
 
-def _model_fn_v1(head: Any, hidden_units: Sequence[int], feature_columns: Sequence, optimizer: Any,
-                 activation_fn: Callable, dropout: float | None, input_layer_partitioner: Any,
-                 batch_norm: bool) -> Callable:
+def _model_fn_v1(
+    head: Any,
+    hidden_units: Sequence[int],
+    feature_columns: Sequence,
+    optimizer: Any,
+    activation_fn: Callable,
+    dropout: float | None,
+    input_layer_partitioner: Any,
+    batch_norm: bool,
+) -> Callable:
     optimizer = optimizers.checked_v1_optimizer_argument(optimizer)
     feature_columns = tuple(feature_columns or ())
 
     def model_fn(features, labels, mode, config):
-        return dnn_model_fn_v1(features, labels, mode, head, hidden_units, feature_columns, optimizer=optimizer,
-                               activation_fn=activation_fn, dropout=dropout,
-                               input_layer_partitioner=input_layer_partitioner, config=config, batch_norm=batch_norm)
+        return dnn_model_fn_v1(
+            features,
+            labels,
+            mode,
+            head,
+            hidden_units,
+            feature_columns,
+            optimizer=optimizer,
+            activation_fn=activation_fn,
+            dropout=dropout,
+            input_layer_partitioner=input_layer_partitioner,
+            config=config,
+            batch_norm=batch_norm,
+        )
 
     return model_fn
 
@@ -279,45 +441,125 @@ class DNNEstimatorV1(Estimator):
     """tf.compat.v1.estimator.DNNEstimator: TF 1.x's DNN with any head. A TF2 head (tf.estimator.*Head) trains
     with the v1 optimizer through its `train_op_fn` (TF 2.15 refused the v1 optimizer there)."""
 
-    def __init__(self, head: Any, hidden_units: Sequence[int], feature_columns: Sequence,
-                 model_dir: str | None = None, optimizer: Any = "Adagrad", activation_fn: Callable = tf.nn.relu,
-                 dropout: float | None = None, input_layer_partitioner: Any = None, config: Any = None,
-                 warm_start_from: Any = None, batch_norm: bool = False):
-        super().__init__(model_fn=_model_fn_v1(head, hidden_units, feature_columns, optimizer, activation_fn, dropout,
-                                               input_layer_partitioner, batch_norm),
-                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+    def __init__(
+        self,
+        head: Any,
+        hidden_units: Sequence[int],
+        feature_columns: Sequence,
+        model_dir: str | None = None,
+        optimizer: Any = "Adagrad",
+        activation_fn: Callable = tf.nn.relu,
+        dropout: float | None = None,
+        input_layer_partitioner: Any = None,
+        config: Any = None,
+        warm_start_from: Any = None,
+        batch_norm: bool = False,
+    ):
+        super().__init__(
+            model_fn=_model_fn_v1(
+                head,
+                hidden_units,
+                feature_columns,
+                optimizer,
+                activation_fn,
+                dropout,
+                input_layer_partitioner,
+                batch_norm,
+            ),
+            model_dir=model_dir,
+            config=config,
+            warm_start_from=warm_start_from,
+        )
 
 
 class DNNClassifierV1(Estimator):
     """tf.compat.v1.estimator.DNNClassifier: TF 1.x's DNN with a sigmoid or softmax head, the loss summed over the
     batch (`loss_reduction`, a tf.compat.v1.losses.Reduction)."""
 
-    def __init__(self, hidden_units: Sequence[int], feature_columns: Sequence, model_dir: str | None = None,
-                 n_classes: int = 2, weight_column: Any = None, label_vocabulary: Sequence[str] | None = None,
-                 optimizer: Any = "Adagrad", activation_fn: Callable = tf.nn.relu, dropout: float | None = None,
-                 input_layer_partitioner: Any = None, config: Any = None, warm_start_from: Any = None,
-                 loss_reduction: str = v1_heads.V1Reduction.SUM, batch_norm: bool = False):
+    def __init__(
+        self,
+        hidden_units: Sequence[int],
+        feature_columns: Sequence,
+        model_dir: str | None = None,
+        n_classes: int = 2,
+        weight_column: Any = None,
+        label_vocabulary: Sequence[str] | None = None,
+        optimizer: Any = "Adagrad",
+        activation_fn: Callable = tf.nn.relu,
+        dropout: float | None = None,
+        input_layer_partitioner: Any = None,
+        config: Any = None,
+        warm_start_from: Any = None,
+        loss_reduction: str = v1_heads.V1Reduction.SUM,
+        batch_norm: bool = False,
+    ):
         head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(model_fn=_model_fn_v1(head, hidden_units, feature_columns, optimizer, activation_fn, dropout,
-                                               input_layer_partitioner, batch_norm),
-                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+        super().__init__(
+            model_fn=_model_fn_v1(
+                head,
+                hidden_units,
+                feature_columns,
+                optimizer,
+                activation_fn,
+                dropout,
+                input_layer_partitioner,
+                batch_norm,
+            ),
+            model_dir=model_dir,
+            config=config,
+            warm_start_from=warm_start_from,
+        )
 
 
 class DNNRegressorV1(Estimator):
     """tf.compat.v1.estimator.DNNRegressor: TF 1.x's DNN with a squared-error head, summed over the batch."""
 
-    def __init__(self, hidden_units: Sequence[int], feature_columns: Sequence, model_dir: str | None = None,
-                 label_dimension: int = 1, weight_column: Any = None, optimizer: Any = "Adagrad",
-                 activation_fn: Callable = tf.nn.relu, dropout: float | None = None,
-                 input_layer_partitioner: Any = None, config: Any = None, warm_start_from: Any = None,
-                 loss_reduction: str = v1_heads.V1Reduction.SUM, batch_norm: bool = False):
-        head = v1_heads.RegressionHeadV1(label_dimension=label_dimension, weight_column=weight_column,
-                                         loss_reduction=loss_reduction)
-        super().__init__(model_fn=_model_fn_v1(head, hidden_units, feature_columns, optimizer, activation_fn, dropout,
-                                               input_layer_partitioner, batch_norm),
-                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+    def __init__(
+        self,
+        hidden_units: Sequence[int],
+        feature_columns: Sequence,
+        model_dir: str | None = None,
+        label_dimension: int = 1,
+        weight_column: Any = None,
+        optimizer: Any = "Adagrad",
+        activation_fn: Callable = tf.nn.relu,
+        dropout: float | None = None,
+        input_layer_partitioner: Any = None,
+        config: Any = None,
+        warm_start_from: Any = None,
+        loss_reduction: str = v1_heads.V1Reduction.SUM,
+        batch_norm: bool = False,
+    ):
+        head = v1_heads.RegressionHeadV1(
+            label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
+        )
+        super().__init__(
+            model_fn=_model_fn_v1(
+                head,
+                hidden_units,
+                feature_columns,
+                optimizer,
+                activation_fn,
+                dropout,
+                input_layer_partitioner,
+                batch_norm,
+            ),
+            model_dir=model_dir,
+            config=config,
+            warm_start_from=warm_start_from,
+        )
 
 
-__all__ = ["DNNClassifier", "DNNClassifierV1", "DNNEstimator", "DNNEstimatorV1", "DNNRegressor", "DNNRegressorV1",
-           "dnn_logit_fn_builder", "dnn_logit_fn_builder_v1", "dnn_logits_and_variables", "dnn_model_fn",
-           "dnn_model_fn_v1"]
+__all__ = [
+    "DNNClassifier",
+    "DNNClassifierV1",
+    "DNNEstimator",
+    "DNNEstimatorV1",
+    "DNNRegressor",
+    "DNNRegressorV1",
+    "dnn_logit_fn_builder",
+    "dnn_logit_fn_builder_v1",
+    "dnn_logits_and_variables",
+    "dnn_model_fn",
+    "dnn_model_fn_v1",
+]

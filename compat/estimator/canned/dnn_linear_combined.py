@@ -13,7 +13,8 @@ summarised as `linear/fraction_of_zero_values` and `linear/activation`.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -34,17 +35,28 @@ def _linear_learning_rate(number_of_columns: int) -> float:
 
 def _refuse_sync_replicas(optimizer: Any) -> None:
     if isinstance(optimizer, tf.compat.v1.train.SyncReplicasOptimizer):
-        raise ValueError("SyncReplicasOptimizer does not support multi optimizers case. Therefore, it is not "
-                         "supported in DNNLinearCombined model; use a DNN or a linear estimator with it.")
+        raise ValueError(
+            "SyncReplicasOptimizer does not support multi optimizers case. Therefore, it is not "
+            "supported in DNNLinearCombined model; use a DNN or a linear estimator with it."
+        )
 
 
-def dnn_linear_combined_model_fn(features: dict, labels: Any, mode: str, head: Any,
-                                 linear_feature_columns: Sequence | None = None, linear_optimizer: Any = "Ftrl",
-                                 dnn_feature_columns: Sequence | None = None, dnn_optimizer: Any = "Adagrad",
-                                 dnn_hidden_units: Sequence[int] | None = None,
-                                 dnn_activation_fn: Callable = tf.nn.relu, dnn_dropout: float | None = None,
-                                 config: Any = None, batch_norm: bool = False,
-                                 linear_sparse_combiner: str = "sum") -> Any:
+def dnn_linear_combined_model_fn(
+    features: dict,
+    labels: Any,
+    mode: str,
+    head: Any,
+    linear_feature_columns: Sequence | None = None,
+    linear_optimizer: Any = "Ftrl",
+    dnn_feature_columns: Sequence | None = None,
+    dnn_optimizer: Any = "Adagrad",
+    dnn_hidden_units: Sequence[int] | None = None,
+    dnn_activation_fn: Callable = tf.nn.relu,
+    dnn_dropout: float | None = None,
+    config: Any = None,
+    batch_norm: bool = False,
+    linear_sparse_combiner: str = "sum",
+) -> Any:
     """The model_fn of the combined estimators: the sum of the DNN's and the linear model's logits through
     `head`, each part trained by its own optimizer in one train op."""
     del config
@@ -59,16 +71,26 @@ def dnn_linear_combined_model_fn(features: dict, labels: Any, mode: str, head: A
         optimizer = optimizers.optimizer_for_graph(dnn_optimizer, _DNN_LEARNING_RATE) if training else None
         _refuse_sync_replicas(optimizer)
         logits, variables, update_ops = dnn_logits_and_variables(
-            head.logits_dimension, dnn_hidden_units, dnn_feature_columns, dnn_activation_fn, dnn_dropout,
-            batch_norm, features, mode)
+            head.logits_dimension,
+            dnn_hidden_units,
+            dnn_feature_columns,
+            dnn_activation_fn,
+            dnn_dropout,
+            batch_norm,
+            features,
+            mode,
+        )
         parts.append((logits, optimizer, variables, update_ops))
     if linear_feature_columns:
-        optimizer = (optimizers.optimizer_for_graph(linear_optimizer,
-                                                    _linear_learning_rate(len(linear_feature_columns)))
-                     if training else None)
+        optimizer = (
+            optimizers.optimizer_for_graph(linear_optimizer, _linear_learning_rate(len(linear_feature_columns)))
+            if training
+            else None
+        )
         _refuse_sync_replicas(optimizer)
-        logits, variables = linear_logits_and_variables(head.logits_dimension, linear_feature_columns,
-                                                        linear_sparse_combiner, features)
+        logits, variables = linear_logits_and_variables(
+            head.logits_dimension, linear_feature_columns, linear_sparse_combiner, features
+        )
         common.add_layer_summary(logits, "linear")
         parts.append((logits, optimizer, variables, []))
     if training:
@@ -82,14 +104,23 @@ def dnn_linear_combined_model_fn(features: dict, labels: Any, mode: str, head: A
         return tf.group(*updates)
 
     logits = parts[0][0] if len(parts) == 1 else parts[0][0] + parts[1][0]
-    return head.create_estimator_spec(features=features, mode=mode, labels=labels, train_op_fn=train_op_fn,
-                                      logits=logits)
+    return head.create_estimator_spec(
+        features=features, mode=mode, labels=labels, train_op_fn=train_op_fn, logits=logits
+    )
 
 
-def _model_fn(head: Any, linear_feature_columns: Sequence | None, linear_optimizer: Any,
-              dnn_feature_columns: Sequence | None, dnn_optimizer: Any, dnn_hidden_units: Sequence[int] | None,
-              dnn_activation_fn: Callable, dnn_dropout: float | None, batch_norm: bool,
-              linear_sparse_combiner: str) -> Callable:
+def _model_fn(
+    head: Any,
+    linear_feature_columns: Sequence | None,
+    linear_optimizer: Any,
+    dnn_feature_columns: Sequence | None,
+    dnn_optimizer: Any,
+    dnn_hidden_units: Sequence[int] | None,
+    dnn_activation_fn: Callable,
+    dnn_dropout: float | None,
+    batch_norm: bool,
+    linear_sparse_combiner: str,
+) -> Callable:
     linear_feature_columns = tuple(linear_feature_columns or ())
     dnn_feature_columns = tuple(dnn_feature_columns or ())
     if not linear_feature_columns and not dnn_feature_columns:
@@ -100,10 +131,21 @@ def _model_fn(head: Any, linear_feature_columns: Sequence | None, linear_optimiz
 
     def model_fn(features, labels, mode, config):
         return dnn_linear_combined_model_fn(
-            features, labels, mode, head, linear_feature_columns=linear_feature_columns,
-            linear_optimizer=linear_optimizer, dnn_feature_columns=dnn_feature_columns, dnn_optimizer=dnn_optimizer,
-            dnn_hidden_units=dnn_hidden_units, dnn_activation_fn=dnn_activation_fn, dnn_dropout=dnn_dropout,
-            config=config, batch_norm=batch_norm, linear_sparse_combiner=linear_sparse_combiner)
+            features,
+            labels,
+            mode,
+            head,
+            linear_feature_columns=linear_feature_columns,
+            linear_optimizer=linear_optimizer,
+            dnn_feature_columns=dnn_feature_columns,
+            dnn_optimizer=dnn_optimizer,
+            dnn_hidden_units=dnn_hidden_units,
+            dnn_activation_fn=dnn_activation_fn,
+            dnn_dropout=dnn_dropout,
+            config=config,
+            batch_norm=batch_norm,
+            linear_sparse_combiner=linear_sparse_combiner,
+        )
 
     return model_fn
 
@@ -114,50 +156,124 @@ class DNNLinearCombinedEstimator(Estimator):
     `warm_start_from` is this project's addition (TF 2.15's took none here).
     """
 
-    def __init__(self, head: Any, model_dir: str | None = None, linear_feature_columns: Sequence | None = None,
-                 linear_optimizer: Any = "Ftrl", dnn_feature_columns: Sequence | None = None,
-                 dnn_optimizer: Any = "Adagrad", dnn_hidden_units: Sequence[int] | None = None,
-                 dnn_activation_fn: Callable = tf.nn.relu, dnn_dropout: float | None = None, config: Any = None,
-                 batch_norm: bool = False, linear_sparse_combiner: str = "sum", warm_start_from: Any = None):
+    def __init__(
+        self,
+        head: Any,
+        model_dir: str | None = None,
+        linear_feature_columns: Sequence | None = None,
+        linear_optimizer: Any = "Ftrl",
+        dnn_feature_columns: Sequence | None = None,
+        dnn_optimizer: Any = "Adagrad",
+        dnn_hidden_units: Sequence[int] | None = None,
+        dnn_activation_fn: Callable = tf.nn.relu,
+        dnn_dropout: float | None = None,
+        config: Any = None,
+        batch_norm: bool = False,
+        linear_sparse_combiner: str = "sum",
+        warm_start_from: Any = None,
+    ):
         super().__init__(
-            model_fn=_model_fn(head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
-                               dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner),
-            model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+            model_fn=_model_fn(
+                head,
+                linear_feature_columns,
+                linear_optimizer,
+                dnn_feature_columns,
+                dnn_optimizer,
+                dnn_hidden_units,
+                dnn_activation_fn,
+                dnn_dropout,
+                batch_norm,
+                linear_sparse_combiner,
+            ),
+            model_dir=model_dir,
+            config=config,
+            warm_start_from=warm_start_from,
+        )
 
 
 class DNNLinearCombinedClassifier(Estimator):
     """tf.estimator.DNNLinearCombinedClassifier: wide and deep with a sigmoid or softmax cross-entropy head."""
 
-    def __init__(self, model_dir: str | None = None, linear_feature_columns: Sequence | None = None,
-                 linear_optimizer: Any = "Ftrl", dnn_feature_columns: Sequence | None = None,
-                 dnn_optimizer: Any = "Adagrad", dnn_hidden_units: Sequence[int] | None = None,
-                 dnn_activation_fn: Callable = tf.nn.relu, dnn_dropout: float | None = None, n_classes: int = 2,
-                 weight_column: Any = None, label_vocabulary: Sequence[str] | None = None, config: Any = None,
-                 warm_start_from: Any = None, loss_reduction: str = common.SUM_OVER_BATCH_SIZE,
-                 batch_norm: bool = False, linear_sparse_combiner: str = "sum"):
+    def __init__(
+        self,
+        model_dir: str | None = None,
+        linear_feature_columns: Sequence | None = None,
+        linear_optimizer: Any = "Ftrl",
+        dnn_feature_columns: Sequence | None = None,
+        dnn_optimizer: Any = "Adagrad",
+        dnn_hidden_units: Sequence[int] | None = None,
+        dnn_activation_fn: Callable = tf.nn.relu,
+        dnn_dropout: float | None = None,
+        n_classes: int = 2,
+        weight_column: Any = None,
+        label_vocabulary: Sequence[str] | None = None,
+        config: Any = None,
+        warm_start_from: Any = None,
+        loss_reduction: str = common.SUM_OVER_BATCH_SIZE,
+        batch_norm: bool = False,
+        linear_sparse_combiner: str = "sum",
+    ):
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(
-            model_fn=_model_fn(head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
-                               dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner),
-            model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+            model_fn=_model_fn(
+                head,
+                linear_feature_columns,
+                linear_optimizer,
+                dnn_feature_columns,
+                dnn_optimizer,
+                dnn_hidden_units,
+                dnn_activation_fn,
+                dnn_dropout,
+                batch_norm,
+                linear_sparse_combiner,
+            ),
+            model_dir=model_dir,
+            config=config,
+            warm_start_from=warm_start_from,
+        )
 
 
 class DNNLinearCombinedRegressor(Estimator):
     """tf.estimator.DNNLinearCombinedRegressor: wide and deep with a squared-error head."""
 
-    def __init__(self, model_dir: str | None = None, linear_feature_columns: Sequence | None = None,
-                 linear_optimizer: Any = "Ftrl", dnn_feature_columns: Sequence | None = None,
-                 dnn_optimizer: Any = "Adagrad", dnn_hidden_units: Sequence[int] | None = None,
-                 dnn_activation_fn: Callable = tf.nn.relu, dnn_dropout: float | None = None, label_dimension: int = 1,
-                 weight_column: Any = None, config: Any = None, warm_start_from: Any = None,
-                 loss_reduction: str = common.SUM_OVER_BATCH_SIZE, batch_norm: bool = False,
-                 linear_sparse_combiner: str = "sum"):
-        head = RegressionHead(label_dimension=label_dimension, weight_column=weight_column,
-                              loss_reduction=loss_reduction)
+    def __init__(
+        self,
+        model_dir: str | None = None,
+        linear_feature_columns: Sequence | None = None,
+        linear_optimizer: Any = "Ftrl",
+        dnn_feature_columns: Sequence | None = None,
+        dnn_optimizer: Any = "Adagrad",
+        dnn_hidden_units: Sequence[int] | None = None,
+        dnn_activation_fn: Callable = tf.nn.relu,
+        dnn_dropout: float | None = None,
+        label_dimension: int = 1,
+        weight_column: Any = None,
+        config: Any = None,
+        warm_start_from: Any = None,
+        loss_reduction: str = common.SUM_OVER_BATCH_SIZE,
+        batch_norm: bool = False,
+        linear_sparse_combiner: str = "sum",
+    ):
+        head = RegressionHead(
+            label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
+        )
         super().__init__(
-            model_fn=_model_fn(head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
-                               dnn_hidden_units, dnn_activation_fn, dnn_dropout, batch_norm, linear_sparse_combiner),
-            model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+            model_fn=_model_fn(
+                head,
+                linear_feature_columns,
+                linear_optimizer,
+                dnn_feature_columns,
+                dnn_optimizer,
+                dnn_hidden_units,
+                dnn_activation_fn,
+                dnn_dropout,
+                batch_norm,
+                linear_sparse_combiner,
+            ),
+            model_dir=model_dir,
+            config=config,
+            warm_start_from=warm_start_from,
+        )
 
 
 # -- the TF 1.x classes (tf.compat.v1.estimator.DNNLinearCombinedClassifier, ...) ----------------------------------
@@ -166,6 +282,7 @@ class DNNLinearCombinedRegressor(Estimator):
 # and FTRL at min(0.005, 1/sqrt(number of linear columns))) minimizes the loss over the trainable variables of its
 # scope, made outside both scopes (slots `dnn/.../Adagrad`, `linear/.../Ftrl`), and the train op then advances the
 # global step once.
+
 
 def _v1_part(scope: str, partitioner: Any, features: dict, build: Callable[[], tf.Tensor]) -> tuple[tf.Tensor, str]:
     """(logits, the absolute variable scope name) of one part built by `build` under the variable scope `scope`."""
@@ -177,21 +294,35 @@ def _v1_train_op_fn(parts: list) -> Callable[[tf.Tensor], tf.Operation]:
     """Each part's optimizer minimizing the loss over its scope's trainable variables, then the global step + 1."""
 
     def train_op_fn(loss: tf.Tensor) -> tf.Operation:
-        steps = [optimizer.minimize(loss, var_list=tf.compat.v1.get_collection(
-                     tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES, scope=scope)) for _, optimizer, scope in parts]
+        steps = [
+            optimizer.minimize(
+                loss, var_list=tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES, scope=scope)
+            )
+            for _, optimizer, scope in parts
+        ]
         with tf.control_dependencies([tf.group(*steps)]):
             return tf.compat.v1.assign_add(tf.compat.v1.train.get_global_step(), 1).op
 
     return train_op_fn
 
 
-def dnn_linear_combined_model_fn_v1(features: dict, labels: Any, mode: str, head: Any,
-                                    linear_feature_columns: Sequence | None = None, linear_optimizer: Any = "Ftrl",
-                                    dnn_feature_columns: Sequence | None = None, dnn_optimizer: Any = "Adagrad",
-                                    dnn_hidden_units: Sequence[int] | None = None,
-                                    dnn_activation_fn: Callable = tf.nn.relu, dnn_dropout: float | None = None,
-                                    input_layer_partitioner: Any = None, config: Any = None, batch_norm: bool = False,
-                                    linear_sparse_combiner: str = "sum") -> Any:
+def dnn_linear_combined_model_fn_v1(
+    features: dict,
+    labels: Any,
+    mode: str,
+    head: Any,
+    linear_feature_columns: Sequence | None = None,
+    linear_optimizer: Any = "Ftrl",
+    dnn_feature_columns: Sequence | None = None,
+    dnn_optimizer: Any = "Adagrad",
+    dnn_hidden_units: Sequence[int] | None = None,
+    dnn_activation_fn: Callable = tf.nn.relu,
+    dnn_dropout: float | None = None,
+    input_layer_partitioner: Any = None,
+    config: Any = None,
+    batch_norm: bool = False,
+    linear_sparse_combiner: str = "sum",
+) -> Any:
     """The model_fn of the v1 combined estimators: the sum of the v1 DNN's and the v1 linear model's logits through
     `head`, each part trained by its own tf.compat.v1.train optimizer in one train op."""
     common.check_features(features)
@@ -204,14 +335,23 @@ def dnn_linear_combined_model_fn_v1(features: dict, labels: Any, mode: str, head
         _refuse_sync_replicas(optimizer)
         if not dnn_hidden_units:
             raise ValueError("dnn_hidden_units must be defined when dnn_feature_columns is specified.")
-        logit_fn = dnn_logit_fn_builder_v1(head.logits_dimension, dnn_hidden_units, dnn_feature_columns,
-                                           dnn_activation_fn, dnn_dropout, input_layer_partitioner, batch_norm)
-        logits, scope = _v1_part("dnn", common.v1_model_partitioner(config), features,
-                                 lambda: logit_fn(features=features, mode=mode))
+        logit_fn = dnn_logit_fn_builder_v1(
+            head.logits_dimension,
+            dnn_hidden_units,
+            dnn_feature_columns,
+            dnn_activation_fn,
+            dnn_dropout,
+            input_layer_partitioner,
+            batch_norm,
+        )
+        logits, scope = _v1_part(
+            "dnn", common.v1_model_partitioner(config), features, lambda: logit_fn(features=features, mode=mode)
+        )
         parts.append((logits, optimizer, scope))
     if linear_feature_columns:
-        optimizer = optimizers.get_v1_optimizer_instance(linear_optimizer,
-                                                         _linear_learning_rate(len(linear_feature_columns)))
+        optimizer = optimizers.get_v1_optimizer_instance(
+            linear_optimizer, _linear_learning_rate(len(linear_feature_columns))
+        )
         _refuse_sync_replicas(optimizer)
         logit_fn = linear_logit_fn_builder_v1(head.logits_dimension, linear_feature_columns, linear_sparse_combiner)
 
@@ -226,10 +366,19 @@ def dnn_linear_combined_model_fn_v1(features: dict, labels: Any, mode: str, head
     return v1_heads.v1_estimator_spec(head, features, mode, labels, logits, train_op_fn=_v1_train_op_fn(parts))
 
 
-def _model_fn_v1(head: Any, linear_feature_columns: Sequence | None, linear_optimizer: Any,
-                 dnn_feature_columns: Sequence | None, dnn_optimizer: Any, dnn_hidden_units: Sequence[int] | None,
-                 dnn_activation_fn: Callable, dnn_dropout: float | None, input_layer_partitioner: Any,
-                 batch_norm: bool, linear_sparse_combiner: str) -> Callable:
+def _model_fn_v1(
+    head: Any,
+    linear_feature_columns: Sequence | None,
+    linear_optimizer: Any,
+    dnn_feature_columns: Sequence | None,
+    dnn_optimizer: Any,
+    dnn_hidden_units: Sequence[int] | None,
+    dnn_activation_fn: Callable,
+    dnn_dropout: float | None,
+    input_layer_partitioner: Any,
+    batch_norm: bool,
+    linear_sparse_combiner: str,
+) -> Callable:
     linear_feature_columns = tuple(linear_feature_columns or ())
     dnn_feature_columns = tuple(dnn_feature_columns or ())
     if not linear_feature_columns and not dnn_feature_columns:
@@ -240,11 +389,22 @@ def _model_fn_v1(head: Any, linear_feature_columns: Sequence | None, linear_opti
 
     def model_fn(features, labels, mode, config):
         return dnn_linear_combined_model_fn_v1(
-            features, labels, mode, head, linear_feature_columns=linear_feature_columns,
-            linear_optimizer=linear_optimizer, dnn_feature_columns=dnn_feature_columns, dnn_optimizer=dnn_optimizer,
-            dnn_hidden_units=dnn_hidden_units, dnn_activation_fn=dnn_activation_fn, dnn_dropout=dnn_dropout,
-            input_layer_partitioner=input_layer_partitioner, config=config, batch_norm=batch_norm,
-            linear_sparse_combiner=linear_sparse_combiner)
+            features,
+            labels,
+            mode,
+            head,
+            linear_feature_columns=linear_feature_columns,
+            linear_optimizer=linear_optimizer,
+            dnn_feature_columns=dnn_feature_columns,
+            dnn_optimizer=dnn_optimizer,
+            dnn_hidden_units=dnn_hidden_units,
+            dnn_activation_fn=dnn_activation_fn,
+            dnn_dropout=dnn_dropout,
+            input_layer_partitioner=input_layer_partitioner,
+            config=config,
+            batch_norm=batch_norm,
+            linear_sparse_combiner=linear_sparse_combiner,
+        )
 
     return model_fn
 
@@ -253,59 +413,139 @@ class DNNLinearCombinedEstimatorV1(Estimator):
     """tf.compat.v1.estimator.DNNLinearCombinedEstimator: TF 1.x's wide and deep with any head (a TF2 head trains
     through `train_op_fn`, as in TF 2.15). As TF 2.15's, it takes no `warm_start_from`."""
 
-    def __init__(self, head: Any, model_dir: str | None = None, linear_feature_columns: Sequence | None = None,
-                 linear_optimizer: Any = "Ftrl", dnn_feature_columns: Sequence | None = None,
-                 dnn_optimizer: Any = "Adagrad", dnn_hidden_units: Sequence[int] | None = None,
-                 dnn_activation_fn: Callable = tf.nn.relu, dnn_dropout: float | None = None,
-                 input_layer_partitioner: Any = None, config: Any = None, batch_norm: bool = False,
-                 linear_sparse_combiner: str = "sum"):
+    def __init__(
+        self,
+        head: Any,
+        model_dir: str | None = None,
+        linear_feature_columns: Sequence | None = None,
+        linear_optimizer: Any = "Ftrl",
+        dnn_feature_columns: Sequence | None = None,
+        dnn_optimizer: Any = "Adagrad",
+        dnn_hidden_units: Sequence[int] | None = None,
+        dnn_activation_fn: Callable = tf.nn.relu,
+        dnn_dropout: float | None = None,
+        input_layer_partitioner: Any = None,
+        config: Any = None,
+        batch_norm: bool = False,
+        linear_sparse_combiner: str = "sum",
+    ):
         super().__init__(
-            model_fn=_model_fn_v1(head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
-                                  dnn_hidden_units, dnn_activation_fn, dnn_dropout, input_layer_partitioner,
-                                  batch_norm, linear_sparse_combiner),
-            model_dir=model_dir, config=config)
+            model_fn=_model_fn_v1(
+                head,
+                linear_feature_columns,
+                linear_optimizer,
+                dnn_feature_columns,
+                dnn_optimizer,
+                dnn_hidden_units,
+                dnn_activation_fn,
+                dnn_dropout,
+                input_layer_partitioner,
+                batch_norm,
+                linear_sparse_combiner,
+            ),
+            model_dir=model_dir,
+            config=config,
+        )
 
 
 class DNNLinearCombinedClassifierV1(Estimator):
     """tf.compat.v1.estimator.DNNLinearCombinedClassifier: TF 1.x's wide and deep with a sigmoid or softmax head,
     the loss summed over the batch (`loss_reduction`, a tf.compat.v1.losses.Reduction)."""
 
-    def __init__(self, model_dir: str | None = None, linear_feature_columns: Sequence | None = None,
-                 linear_optimizer: Any = "Ftrl", dnn_feature_columns: Sequence | None = None,
-                 dnn_optimizer: Any = "Adagrad", dnn_hidden_units: Sequence[int] | None = None,
-                 dnn_activation_fn: Callable = tf.nn.relu, dnn_dropout: float | None = None, n_classes: int = 2,
-                 weight_column: Any = None, label_vocabulary: Sequence[str] | None = None,
-                 input_layer_partitioner: Any = None, config: Any = None, warm_start_from: Any = None,
-                 loss_reduction: str = v1_heads.V1Reduction.SUM, batch_norm: bool = False,
-                 linear_sparse_combiner: str = "sum"):
+    def __init__(
+        self,
+        model_dir: str | None = None,
+        linear_feature_columns: Sequence | None = None,
+        linear_optimizer: Any = "Ftrl",
+        dnn_feature_columns: Sequence | None = None,
+        dnn_optimizer: Any = "Adagrad",
+        dnn_hidden_units: Sequence[int] | None = None,
+        dnn_activation_fn: Callable = tf.nn.relu,
+        dnn_dropout: float | None = None,
+        n_classes: int = 2,
+        weight_column: Any = None,
+        label_vocabulary: Sequence[str] | None = None,
+        input_layer_partitioner: Any = None,
+        config: Any = None,
+        warm_start_from: Any = None,
+        loss_reduction: str = v1_heads.V1Reduction.SUM,
+        batch_norm: bool = False,
+        linear_sparse_combiner: str = "sum",
+    ):
         head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(
-            model_fn=_model_fn_v1(head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
-                                  dnn_hidden_units, dnn_activation_fn, dnn_dropout, input_layer_partitioner,
-                                  batch_norm, linear_sparse_combiner),
-            model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+            model_fn=_model_fn_v1(
+                head,
+                linear_feature_columns,
+                linear_optimizer,
+                dnn_feature_columns,
+                dnn_optimizer,
+                dnn_hidden_units,
+                dnn_activation_fn,
+                dnn_dropout,
+                input_layer_partitioner,
+                batch_norm,
+                linear_sparse_combiner,
+            ),
+            model_dir=model_dir,
+            config=config,
+            warm_start_from=warm_start_from,
+        )
 
 
 class DNNLinearCombinedRegressorV1(Estimator):
     """tf.compat.v1.estimator.DNNLinearCombinedRegressor: TF 1.x's wide and deep with a squared-error head, summed
     over the batch."""
 
-    def __init__(self, model_dir: str | None = None, linear_feature_columns: Sequence | None = None,
-                 linear_optimizer: Any = "Ftrl", dnn_feature_columns: Sequence | None = None,
-                 dnn_optimizer: Any = "Adagrad", dnn_hidden_units: Sequence[int] | None = None,
-                 dnn_activation_fn: Callable = tf.nn.relu, dnn_dropout: float | None = None, label_dimension: int = 1,
-                 weight_column: Any = None, input_layer_partitioner: Any = None, config: Any = None,
-                 warm_start_from: Any = None, loss_reduction: str = v1_heads.V1Reduction.SUM,
-                 batch_norm: bool = False, linear_sparse_combiner: str = "sum"):
-        head = v1_heads.RegressionHeadV1(label_dimension=label_dimension, weight_column=weight_column,
-                                         loss_reduction=loss_reduction)
+    def __init__(
+        self,
+        model_dir: str | None = None,
+        linear_feature_columns: Sequence | None = None,
+        linear_optimizer: Any = "Ftrl",
+        dnn_feature_columns: Sequence | None = None,
+        dnn_optimizer: Any = "Adagrad",
+        dnn_hidden_units: Sequence[int] | None = None,
+        dnn_activation_fn: Callable = tf.nn.relu,
+        dnn_dropout: float | None = None,
+        label_dimension: int = 1,
+        weight_column: Any = None,
+        input_layer_partitioner: Any = None,
+        config: Any = None,
+        warm_start_from: Any = None,
+        loss_reduction: str = v1_heads.V1Reduction.SUM,
+        batch_norm: bool = False,
+        linear_sparse_combiner: str = "sum",
+    ):
+        head = v1_heads.RegressionHeadV1(
+            label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
+        )
         super().__init__(
-            model_fn=_model_fn_v1(head, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
-                                  dnn_hidden_units, dnn_activation_fn, dnn_dropout, input_layer_partitioner,
-                                  batch_norm, linear_sparse_combiner),
-            model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+            model_fn=_model_fn_v1(
+                head,
+                linear_feature_columns,
+                linear_optimizer,
+                dnn_feature_columns,
+                dnn_optimizer,
+                dnn_hidden_units,
+                dnn_activation_fn,
+                dnn_dropout,
+                input_layer_partitioner,
+                batch_norm,
+                linear_sparse_combiner,
+            ),
+            model_dir=model_dir,
+            config=config,
+            warm_start_from=warm_start_from,
+        )
 
 
-__all__ = ["DNNLinearCombinedClassifier", "DNNLinearCombinedClassifierV1", "DNNLinearCombinedEstimator",
-           "DNNLinearCombinedEstimatorV1", "DNNLinearCombinedRegressor", "DNNLinearCombinedRegressorV1",
-           "dnn_linear_combined_model_fn", "dnn_linear_combined_model_fn_v1"]
+__all__ = [
+    "DNNLinearCombinedClassifier",
+    "DNNLinearCombinedClassifierV1",
+    "DNNLinearCombinedEstimator",
+    "DNNLinearCombinedEstimatorV1",
+    "DNNLinearCombinedRegressor",
+    "DNNLinearCombinedRegressorV1",
+    "dnn_linear_combined_model_fn",
+    "dnn_linear_combined_model_fn_v1",
+]

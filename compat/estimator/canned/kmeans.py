@@ -25,7 +25,8 @@ every feature concatenated in the order of its key.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -120,25 +121,43 @@ class KMeans(Estimator):
     ALL_DISTANCES = "all_distances"
     CLUSTER_CENTERS_VAR_NAME = "clusters"
 
-    def __init__(self, num_clusters: Any, model_dir: str | None = None, initial_clusters: Any = RANDOM_INIT,
-                 distance_metric: str = SQUARED_EUCLIDEAN_DISTANCE, seed: int | None = None,
-                 use_mini_batch: bool = True, mini_batch_steps_per_iteration: int = 1,
-                 kmeans_plus_plus_num_retries: int = 2, relative_tolerance: float | None = None,
-                 config: Any = None, feature_columns: Sequence | None = None):
-        if isinstance(initial_clusters, str) and initial_clusters not in (self.RANDOM_INIT,
-                                                                         self.KMEANS_PLUS_PLUS_INIT):
-            raise ValueError(f"Unsupported initialization algorithm '{initial_clusters}': give KMeans.RANDOM_INIT, "
-                             "KMeans.KMEANS_PLUS_PLUS_INIT, the centers or a function choosing them")
+    def __init__(
+        self,
+        num_clusters: Any,
+        model_dir: str | None = None,
+        initial_clusters: Any = RANDOM_INIT,
+        distance_metric: str = SQUARED_EUCLIDEAN_DISTANCE,
+        seed: int | None = None,
+        use_mini_batch: bool = True,
+        mini_batch_steps_per_iteration: int = 1,
+        kmeans_plus_plus_num_retries: int = 2,
+        relative_tolerance: float | None = None,
+        config: Any = None,
+        feature_columns: Sequence | None = None,
+    ):
+        if isinstance(initial_clusters, str) and initial_clusters not in (self.RANDOM_INIT, self.KMEANS_PLUS_PLUS_INIT):
+            raise ValueError(
+                f"Unsupported initialization algorithm '{initial_clusters}': give KMeans.RANDOM_INIT, "
+                "KMeans.KMEANS_PLUS_PLUS_INIT, the centers or a function choosing them"
+            )
         if distance_metric not in (self.SQUARED_EUCLIDEAN_DISTANCE, self.COSINE_DISTANCE):
-            raise ValueError(f"Unsupported distance metric '{distance_metric}': give "
-                             "KMeans.SQUARED_EUCLIDEAN_DISTANCE or KMeans.COSINE_DISTANCE")
+            raise ValueError(
+                f"Unsupported distance metric '{distance_metric}': give "
+                "KMeans.SQUARED_EUCLIDEAN_DISTANCE or KMeans.COSINE_DISTANCE"
+            )
         self._distance_metric = distance_metric
-        graph_arguments = dict(num_clusters=num_clusters, initial_clusters=initial_clusters,
-                               distance_metric=distance_metric, use_mini_batch=use_mini_batch,
-                               mini_batch_steps_per_iteration=mini_batch_steps_per_iteration, random_seed=seed,
-                               kmeans_plus_plus_num_retries=kmeans_plus_plus_num_retries)
-        super().__init__(model_fn=_model_fn(graph_arguments, relative_tolerance, feature_columns),
-                         model_dir=model_dir, config=config)
+        graph_arguments = dict(
+            num_clusters=num_clusters,
+            initial_clusters=initial_clusters,
+            distance_metric=distance_metric,
+            use_mini_batch=use_mini_batch,
+            mini_batch_steps_per_iteration=mini_batch_steps_per_iteration,
+            random_seed=seed,
+            kmeans_plus_plus_num_retries=kmeans_plus_plus_num_retries,
+        )
+        super().__init__(
+            model_fn=_model_fn(graph_arguments, relative_tolerance, feature_columns), model_dir=model_dir, config=config
+        )
 
     def _predict_one_key(self, input_fn: Callable, key: str) -> Iterator[np.ndarray]:
         for prediction in self.predict(input_fn=input_fn, predict_keys=[key]):
@@ -168,9 +187,9 @@ def _model_fn(graph_arguments: dict, relative_tolerance: float | None, feature_c
     def model_fn(features: Any, mode: str, config: Any) -> EstimatorSpec:
         """The k-means graph's predictions, loss and train op (see the module docstring); input_fn gives no
         labels (features alone, or (features, None))."""
-        (all_distances, cluster_index, distances, is_initialized, init_op,
-         training_op) = tf_internals.kmeans_training_graph(inputs=_points(features, feature_columns),
-                                                           **graph_arguments)
+        (all_distances, cluster_index, distances, is_initialized, init_op, training_op) = (
+            tf_internals.kmeans_training_graph(inputs=_points(features, feature_columns), **graph_arguments)
+        )
         loss = tf.reduce_sum(distances)
         tf.compat.v1.summary.scalar("loss/raw", loss)
         step = tf.compat.v1.assign_add(tf.compat.v1.train.get_global_step(), 1)
@@ -182,11 +201,16 @@ def _model_fn(graph_arguments: dict, relative_tolerance: float | None, feature_c
         return EstimatorSpec(
             mode=mode,
             predictions={KMeans.ALL_DISTANCES: all_distances[0], KMeans.CLUSTER_INDEX: cluster_index[0]},
-            loss=loss, train_op=train_op, eval_metric_ops={KMeans.SCORE: tf.compat.v1.metrics.mean(loss)},
+            loss=loss,
+            train_op=train_op,
+            eval_metric_ops={KMeans.SCORE: tf.compat.v1.metrics.mean(loss)},
             training_hooks=hooks,
-            export_outputs={KMeans.ALL_DISTANCES: PredictOutput(all_distances[0]),
-                            KMeans.CLUSTER_INDEX: PredictOutput(cluster_index[0]),
-                            tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: PredictOutput(cluster_index[0])})
+            export_outputs={
+                KMeans.ALL_DISTANCES: PredictOutput(all_distances[0]),
+                KMeans.CLUSTER_INDEX: PredictOutput(cluster_index[0]),
+                tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY: PredictOutput(cluster_index[0]),
+            },
+        )
 
     return model_fn
 

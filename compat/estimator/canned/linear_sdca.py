@@ -25,7 +25,8 @@ negative ids, out-of-vocabulary lookups, are dropped), with `sparse_combiner`
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
@@ -52,9 +53,15 @@ class LinearSDCA:
       adaptive: whether the kernel samples examples adaptively.
     """
 
-    def __init__(self, example_id_column: str, num_loss_partitions: int = 1, num_table_shards: int | None = None,
-                 symmetric_l1_regularization: float = 0.0, symmetric_l2_regularization: float = 1.0,
-                 adaptive: bool = False):
+    def __init__(
+        self,
+        example_id_column: str,
+        num_loss_partitions: int = 1,
+        num_table_shards: int | None = None,
+        symmetric_l1_regularization: float = 0.0,
+        symmetric_l2_regularization: float = 1.0,
+        adaptive: bool = False,
+    ):
         # TF 2.15 checked these when training began; here the estimator's constructor fails
         if symmetric_l2_regularization <= 0.0:
             raise ValueError("symmetric_l2_regularization should be positive.")
@@ -67,16 +74,26 @@ class LinearSDCA:
         self._symmetric_l2_regularization = symmetric_l2_regularization
         self._adaptive = adaptive
 
-    def get_train_step(self, state_manager: Any, weight_column_name: str | None, loss_type: str,
-                       feature_columns: Sequence, features: dict, targets: tf.Tensor, bias_var: Any,
-                       global_step: tf.Variable) -> tuple["SdcaModel", tf.Operation]:
+    def get_train_step(
+        self,
+        state_manager: Any,
+        weight_column_name: str | None,
+        loss_type: str,
+        feature_columns: Sequence,
+        features: dict,
+        targets: tf.Tensor,
+        bias_var: Any,
+        global_step: tf.Variable,
+    ) -> tuple[SdcaModel, tf.Operation]:
         """(the SDCA model, its train op) for one batch: the columns' weights from `state_manager` (a linear model's),
         `bias_var`, the examples' weights (`features[weight_column_name]`) and ids, labels `targets`.
         The train op advances `global_step`; `model.update_weights(train_op)` then sets the weights."""
         if self._symmetric_l2_regularization <= 1.0:
-            tf.compat.v1.logging.warn("symmetric_l2_regularization for SDCA should typically be larger than for "
-                                      "online optimization methods. Recommended value is of the order of the average "
-                                      "L2 norm of the training examples.")
+            tf.compat.v1.logging.warn(
+                "symmetric_l2_regularization for SDCA should typically be larger than for "
+                "online optimization methods. Recommended value is of the order of the average "
+                "L2 norm of the training examples."
+            )
         batch_size = tf.compat.v1.shape(targets)[0]
         inputs = _sdca_inputs(feature_columns, features, state_manager)
         dense_features = [*inputs.dense_features, tf.ones([batch_size, 1])]
@@ -86,21 +103,31 @@ class LinearSDCA:
         else:
             example_weights = tf.ones([batch_size])
         model = SdcaModel(
-            examples=_Examples(sparse_features=inputs.sparse_features, dense_features=dense_features,
-                               labels=tf.cast(tf.reshape(targets, [-1]), tf.float32),
-                               weights=tf.cast(example_weights, tf.float32),
-                               ids=features[self._example_id_column]),
-            sparse_weights=inputs.sparse_weights, dense_weights=dense_weights, loss_type=loss_type,
-            l1=self._symmetric_l1_regularization, l2=self._symmetric_l2_regularization,
-            num_loss_partitions=self._num_loss_partitions, num_table_shards=self._num_table_shards or 1,
-            adaptive=self._adaptive)
+            examples=_Examples(
+                sparse_features=inputs.sparse_features,
+                dense_features=dense_features,
+                labels=tf.cast(tf.reshape(targets, [-1]), tf.float32),
+                weights=tf.cast(example_weights, tf.float32),
+                ids=features[self._example_id_column],
+            ),
+            sparse_weights=inputs.sparse_weights,
+            dense_weights=dense_weights,
+            loss_type=loss_type,
+            l1=self._symmetric_l1_regularization,
+            l2=self._symmetric_l2_regularization,
+            num_loss_partitions=self._num_loss_partitions,
+            num_table_shards=self._num_table_shards or 1,
+            adaptive=self._adaptive,
+        )
         return model, model.minimize(global_step)
 
 
 # -- the batch as the kernel reads it -------------------------------------------------------------------------------
 
+
 class SparseIds(NamedTuple):
     """One categorical column of a batch: per (example, id) pair its example index, feature id and value."""
+
     example_indices: tf.Tensor
     feature_indices: tf.Tensor
     feature_values: tf.Tensor
@@ -138,8 +165,11 @@ def unique_sparse_ids(id_weight_pair: Any) -> SparseIds:
     keys, position = tf.unique(examples * width + feature_ids)
     count = tf.compat.v1.shape(keys)[0]
     pair_examples = tf.math.unsorted_segment_min(examples, position, count)
-    return SparseIds(pair_examples, keys - width * pair_examples,
-                     tf.reshape(tf.math.unsorted_segment_sum(values, position, count), [-1]))
+    return SparseIds(
+        pair_examples,
+        keys - width * pair_examples,
+        tf.reshape(tf.math.unsorted_segment_sum(values, position, count), [-1]),
+    )
 
 
 def _sdca_inputs(feature_columns: Sequence, features: dict, state_manager: Any) -> _Inputs:
@@ -152,17 +182,22 @@ def _sdca_inputs(feature_columns: Sequence, features: dict, state_manager: Any) 
             inputs.sparse_weights.append(state_manager.get_variable(column, "weights"))
         elif tf_internals.is_dense_column(column):
             if column.variable_shape.ndims != 1:
-                raise ValueError(f"Column {type(column).__name__} has rank {column.variable_shape.ndims}, larger "
-                                 "than 1. LinearSDCA takes dense columns of rank 1: reshape or flatten it.")
+                raise ValueError(
+                    f"Column {type(column).__name__} has rank {column.variable_shape.ndims}, larger "
+                    "than 1. LinearSDCA takes dense columns of rank 1: reshape or flatten it."
+                )
             inputs.dense_features.append(column.get_dense_tensor(cache, state_manager))
             inputs.dense_weights.append(state_manager.get_variable(column, "weights"))
         else:
-            raise ValueError(f"LinearSDCA does not support column type {type(column).__name__}. Give dense or "
-                             "categorical tf.feature_column columns.")
+            raise ValueError(
+                f"LinearSDCA does not support column type {type(column).__name__}. Give dense or "
+                "categorical tf.feature_column columns."
+            )
     return inputs
 
 
 # -- partitioned variables ------------------------------------------------------------------------------------------
+
 
 def _whole(parts: list) -> tf.Tensor:
     return tf.convert_to_tensor(parts[0]) if len(parts) == 1 else tf.concat(parts, axis=0)
@@ -175,8 +210,11 @@ def _split_ids(parts: list, ids: tf.Tensor) -> tuple[tf.Tensor, list, list]:
     assignment = tf.cast(tf.searchsorted(offsets[1:-1], ids, side="right"), tf.int32)
     local_ids = ids - tf.gather(offsets, assignment)
     positions = tf.range(tf.compat.v1.shape(ids)[0])
-    return (assignment, tf.dynamic_partition(local_ids, assignment, len(parts)),
-            tf.dynamic_partition(positions, assignment, len(parts)))
+    return (
+        assignment,
+        tf.dynamic_partition(local_ids, assignment, len(parts)),
+        tf.dynamic_partition(positions, assignment, len(parts)),
+    )
 
 
 def _gather(parts: list, ids: tf.Tensor) -> tf.Tensor:
@@ -212,16 +250,24 @@ def _assign_add(parts: list, deltas: tf.Tensor) -> list:
 
 # -- the examples' state --------------------------------------------------------------------------------------------
 
+
 class _ShardedTable:
     """Dense hash tables from an example's fingerprint (int64 `[2]`) to its state (float32 `[4]`), sharded by the
     fingerprint's first half; each table is saved with the checkpoint under TF 2.15's name."""
 
     def __init__(self, num_shards: int):
         with tf.name_scope(_SHARD_NAME):
-            self._shards = [tf.lookup.experimental.DenseHashTable(
-                key_dtype=tf.int64, value_dtype=tf.float32, default_value=_TABLE_DEFAULT, empty_key=_EMPTY_KEY,
-                deleted_key=_DELETED_KEY, name=f"{_SHARD_NAME}-{index + 1}-of-{num_shards}")
-                for index in range(num_shards)]
+            self._shards = [
+                tf.lookup.experimental.DenseHashTable(
+                    key_dtype=tf.int64,
+                    value_dtype=tf.float32,
+                    default_value=_TABLE_DEFAULT,
+                    empty_key=_EMPTY_KEY,
+                    deleted_key=_DELETED_KEY,
+                    name=f"{_SHARD_NAME}-{index + 1}-of-{num_shards}",
+                )
+                for index in range(num_shards)
+            ]
 
     def _shard_of(self, keys: tf.Tensor) -> tf.Tensor:
         return tf.cast(tf.math.floormod(tf.math.abs(keys[:, 0]), len(self._shards)), tf.int32)
@@ -241,23 +287,37 @@ class _ShardedTable:
         if len(self._shards) == 1:
             return [self._shards[0].insert(keys, values)]
         shard_of, count = self._shard_of(keys), len(self._shards)
-        return [shard.insert(k, v) for shard, k, v in zip(self._shards, tf.dynamic_partition(keys, shard_of, count),
-                                                            tf.dynamic_partition(values, shard_of, count))]
+        return [
+            shard.insert(k, v)
+            for shard, k, v in zip(
+                self._shards, tf.dynamic_partition(keys, shard_of, count), tf.dynamic_partition(values, shard_of, count)
+            )
+        ]
 
     def value_sums(self) -> tf.Tensor:
         """float64 `[4]`: each state entry summed over every example seen."""
-        return tf.math.add_n([tf.reduce_sum(tf.cast(shard.export()[1], tf.float64), axis=0)
-                              for shard in self._shards])
+        return tf.math.add_n([tf.reduce_sum(tf.cast(shard.export()[1], tf.float64), axis=0) for shard in self._shards])
 
 
 # -- the solver -----------------------------------------------------------------------------------------------------
+
 
 class SdcaModel:
     """One batch's SDCA step over a linear model's weights (see the module docstring): `minimize` runs the kernel
     on the unshrunk copies, `update_weights` copies them into the model's weights and shrinks those."""
 
-    def __init__(self, examples: _Examples, sparse_weights: list, dense_weights: list, loss_type: str, l1: float,
-                 l2: float, num_loss_partitions: int, num_table_shards: int, adaptive: bool):
+    def __init__(
+        self,
+        examples: _Examples,
+        sparse_weights: list,
+        dense_weights: list,
+        loss_type: str,
+        l1: float,
+        l2: float,
+        num_loss_partitions: int,
+        num_table_shards: int,
+        adaptive: bool,
+    ):
         self._examples = examples
         self._sparse_weights = [tf_internals.variable_partitions(v) for v in sparse_weights]
         self._dense_weights = [tf_internals.variable_partitions(v) for v in dense_weights]
@@ -301,19 +361,27 @@ class SdcaModel:
         with tf.name_scope("sdca/minimize"):
             fingerprints = tf.compat.v1.train.sdca_fprint(tf.convert_to_tensor(examples.ids))
             # each column's distinct ids in the batch, and the unshrunk weights' rows for them
-            batch_ids = [tf.cast(tf.unique(tf.cast(s.feature_indices, tf.int32))[0], tf.int64)
-                         for s in examples.sparse_features]
+            batch_ids = [
+                tf.cast(tf.unique(tf.cast(s.feature_indices, tf.int32))[0], tf.int64) for s in examples.sparse_features
+            ]
             states, sparse_deltas, dense_deltas = tf.raw_ops.SdcaOptimizerV2(
                 sparse_example_indices=[s.example_indices for s in examples.sparse_features],
                 sparse_feature_indices=[s.feature_indices for s in examples.sparse_features],
                 sparse_feature_values=[s.feature_values for s in examples.sparse_features],
                 dense_features=[tf.convert_to_tensor(f) for f in examples.dense_features],
-                example_weights=examples.weights, example_labels=examples.labels, sparse_indices=batch_ids,
+                example_weights=examples.weights,
+                example_labels=examples.labels,
+                sparse_indices=batch_ids,
                 sparse_weights=[_gather(parts, ids) for parts, ids in zip(self._sparse_unshrunk, batch_ids)],
                 dense_weights=[_whole(parts) for parts in self._dense_unshrunk],
-                example_state_data=self._table.lookup(fingerprints), loss_type=self._loss_type, l1=self._l1,
-                l2=self._l2, num_loss_partitions=self._num_loss_partitions, num_inner_iterations=1,
-                adaptive=self._adaptive)
+                example_state_data=self._table.lookup(fingerprints),
+                loss_type=self._loss_type,
+                l1=self._l1,
+                l2=self._l2,
+                num_loss_partitions=self._num_loss_partitions,
+                num_inner_iterations=1,
+                adaptive=self._adaptive,
+            )
             with tf.control_dependencies([states]):
                 updates = self._table.insert(fingerprints, states)
                 for parts, ids, deltas in zip(self._sparse_unshrunk, batch_ids, sparse_deltas):
@@ -328,9 +396,15 @@ class SdcaModel:
     def update_weights(self, train_op: tf.Operation) -> tf.Operation:
         """After `train_op`: the model's weights set from the unshrunk copies, then (with L1) shrunk towards 0 by
         l1 / l2."""
-        pairs = [(part, copy) for weights, copies in ((self._sparse_weights, self._sparse_unshrunk),
-                                                      (self._dense_weights, self._dense_unshrunk))
-                 for parts, part_copies in zip(weights, copies) for part, copy in zip(parts, part_copies)]
+        pairs = [
+            (part, copy)
+            for weights, copies in (
+                (self._sparse_weights, self._sparse_unshrunk),
+                (self._dense_weights, self._dense_unshrunk),
+            )
+            for parts, part_copies in zip(weights, copies)
+            for part, copy in zip(parts, part_copies)
+        ]
         with tf.control_dependencies([train_op]):
             updates = [part.assign(copy) for part, copy in pairs]
         if self._l1 <= 0:

@@ -31,35 +31,44 @@ A `tf.compat.v1.train.Optimizer` is refused, as TF 2.15's TF2 estimators refused
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import keras
 import tensorflow as tf
 import tf_keras
+from tf_keras.optimizers.legacy import Optimizer as OptimizerV2
 
 from compat import tf_internals
 
-OptimizerV2 = tf_keras.optimizers.legacy.Optimizer
 _legacy = tf_keras.optimizers.legacy
 
 # the names TF 2.15's canned estimators took, and the classes they made
 OPTIMIZER_NAMES: dict[str, type] = {
-    "Adagrad": _legacy.Adagrad, "Adam": _legacy.Adam, "Ftrl": _legacy.Ftrl, "RMSProp": _legacy.RMSprop,
+    "Adagrad": _legacy.Adagrad,
+    "Adam": _legacy.Adam,
+    "Ftrl": _legacy.Ftrl,
+    "RMSProp": _legacy.RMSprop,
     "SGD": _legacy.SGD,
 }
 # what a Keras 3 optimizer may carry only at its defaults: a legacy optimizer has no place for it
-_KERAS3_ONLY_DEFAULTS = {"weight_decay": None, "use_ema": False, "loss_scale_factor": None,
-                         "gradient_accumulation_steps": None}
+_KERAS3_ONLY_DEFAULTS = {
+    "weight_decay": None,
+    "use_ema": False,
+    "loss_scale_factor": None,
+    "gradient_accumulation_steps": None,
+}
 _LEGACY_BASE_ARGUMENTS = ("clipnorm", "clipvalue", "global_clipnorm")
-_REFUSED_MESSAGE = ("The given object is not a tf.keras.optimizers.Optimizer instance. Given: {}. Give a name "
-                    "('Adagrad', 'Adam', 'Ftrl', 'RMSProp', 'SGD'), a Keras optimizer (e.g. "
-                    "tf_keras.optimizers.legacy.Adagrad(0.05)) or a callable returning one")
+_REFUSED_MESSAGE = (
+    "The given object is not a tf.keras.optimizers.Optimizer instance. Given: {}. Give a name "
+    "('Adagrad', 'Adam', 'Ftrl', 'RMSProp', 'SGD'), a Keras optimizer (e.g. "
+    "tf_keras.optimizers.legacy.Adagrad(0.05)) or a callable returning one"
+)
 
 
 def _check_name(name: str) -> None:
     if name not in OPTIMIZER_NAMES:
-        raise ValueError(f"Unsupported optimizer name: {name}. Supported names are: "
-                         f"{tuple(sorted(OPTIMIZER_NAMES))}")
+        raise ValueError(f"Unsupported optimizer name: {name}. Supported names are: {tuple(sorted(OPTIMIZER_NAMES))}")
 
 
 def _by_name(name: str, learning_rate: float | None) -> OptimizerV2:
@@ -85,9 +94,11 @@ def _legacy_learning_rate(value: Any, cls_name: str) -> Any:
         return float(value)
     if isinstance(value, dict) and hasattr(tf_keras.optimizers.schedules, value.get("class_name", "")):
         return getattr(tf_keras.optimizers.schedules, value["class_name"]).from_config(value["config"])
-    raise ValueError(f"{cls_name}: its learning rate {value!r} cannot be carried to a Keras 2 optimizer; give a "
-                     "float or one of keras.optimizers.schedules' own schedules, or a tf_keras.optimizers.legacy."
-                     f"{cls_name}")
+    raise ValueError(
+        f"{cls_name}: its learning rate {value!r} cannot be carried to a Keras 2 optimizer; give a "
+        "float or one of keras.optimizers.schedules' own schedules, or a tf_keras.optimizers.legacy."
+        f"{cls_name}"
+    )
 
 
 def _graph_made_learning_rate(optimizer: Any) -> float:
@@ -95,8 +106,10 @@ def _graph_made_learning_rate(optimizer: Any) -> float:
     initial value (Keras 3 could read the variable only eagerly)."""
     value = tf.get_static_value(getattr(optimizer.learning_rate, "value", optimizer.learning_rate).initial_value)
     if value is None:
-        raise ValueError(f"{type(optimizer).__name__} was made in a graph with a learning rate that is not a "
-                         "constant; make it outside the graph (or give a tf_keras.optimizers.legacy optimizer)")
+        raise ValueError(
+            f"{type(optimizer).__name__} was made in a graph with a learning rate that is not a "
+            "constant; make it outside the graph (or give a tf_keras.optimizers.legacy optimizer)"
+        )
     return float(value)
 
 
@@ -119,15 +132,18 @@ def _from_keras3(optimizer: Any) -> OptimizerV2:
     cls_name = type(optimizer).__name__
     cls = getattr(_legacy, cls_name, None)
     if cls is None or not isinstance(cls, type) or not issubclass(cls, OptimizerV2):
-        raise ValueError(f"Keras 3's {cls_name} has no Keras 2 (legacy) counterpart the canned estimators could train "
-                         f"with; give one of tf_keras.optimizers.legacy's: {', '.join(sorted(_legacy_names()))}")
-    accepted = (set(inspect.signature(cls.__init__).parameters) - {"self", "kwargs", "name"}) \
-        | set(_LEGACY_BASE_ARGUMENTS)
+        raise ValueError(
+            f"Keras 3's {cls_name} has no Keras 2 (legacy) counterpart the canned estimators could train "
+            f"with; give one of tf_keras.optimizers.legacy's: {', '.join(sorted(_legacy_names()))}"
+        )
+    accepted = (set(inspect.signature(cls).parameters) - {"kwargs", "name"}) | set(_LEGACY_BASE_ARGUMENTS)
     config = _keras3_config(optimizer, accepted)
     for key, default in _KERAS3_ONLY_DEFAULTS.items():
         if config.get(key, default) != default:
-            raise ValueError(f"{cls_name}({key}={config[key]!r}): a Keras 2 optimizer has no `{key}`, so the canned "
-                             f"estimators cannot train with it; leave it at {default!r}")
+            raise ValueError(
+                f"{cls_name}({key}={config[key]!r}): a Keras 2 optimizer has no `{key}`, so the canned "
+                f"estimators cannot train with it; leave it at {default!r}"
+            )
     arguments = {key: value for key, value in config.items() if key in accepted and value is not None}
     arguments["learning_rate"] = _legacy_learning_rate(config["learning_rate"], cls_name)
     name = config.get("name")
@@ -137,8 +153,11 @@ def _from_keras3(optimizer: Any) -> OptimizerV2:
 
 
 def _legacy_names() -> list[str]:
-    return [n for n in dir(_legacy) if isinstance(getattr(_legacy, n), type) and n != "Optimizer"
-            and issubclass(getattr(_legacy, n), OptimizerV2)]
+    return [
+        n
+        for n in dir(_legacy)
+        if isinstance(getattr(_legacy, n), type) and n != "Optimizer" and issubclass(getattr(_legacy, n), OptimizerV2)
+    ]
 
 
 def as_optimizer_v2(optimizer: Any) -> OptimizerV2:
@@ -146,8 +165,10 @@ def as_optimizer_v2(optimizer: Any) -> OptimizerV2:
     if isinstance(optimizer, OptimizerV2):
         return optimizer
     if isinstance(optimizer, tf.compat.v1.train.Optimizer):
-        raise ValueError(_REFUSED_MESSAGE.format(optimizer) + " (TF 2.15's canned estimators refused "
-                         "tf.compat.v1.train optimizers too)")
+        raise ValueError(
+            _REFUSED_MESSAGE.format(optimizer) + " (TF 2.15's canned estimators refused "
+            "tf.compat.v1.train optimizers too)"
+        )
     if _is_keras3_optimizer(optimizer):
         return _from_keras3(optimizer)
     if isinstance(optimizer, tf_keras.optimizers.Optimizer):
@@ -230,20 +251,25 @@ def optimizer_for_graph(opt: Any, learning_rate: float | None = None) -> Optimiz
 # variables), and a name is made with the estimator's own default rate, which every v1 class requires.
 
 V1_OPTIMIZER_NAMES: dict[str, type] = {
-    "Adagrad": tf.compat.v1.train.AdagradOptimizer, "Adam": tf.compat.v1.train.AdamOptimizer,
-    "Ftrl": tf.compat.v1.train.FtrlOptimizer, "RMSProp": tf.compat.v1.train.RMSPropOptimizer,
+    "Adagrad": tf.compat.v1.train.AdagradOptimizer,
+    "Adam": tf.compat.v1.train.AdamOptimizer,
+    "Ftrl": tf.compat.v1.train.FtrlOptimizer,
+    "RMSProp": tf.compat.v1.train.RMSPropOptimizer,
     "SGD": tf.compat.v1.train.GradientDescentOptimizer,
 }
-_V1_REFUSED_MESSAGE = ("The given object is not an Optimizer instance. Given: {}. A tf.compat.v1.estimator class "
-                       "trains with a tf.compat.v1.train optimizer (e.g. tf.compat.v1.train.AdagradOptimizer(0.05)), "
-                       "one of the names {} or a callable returning one; for a Keras optimizer use the TF2 class "
-                       "(tf.estimator.<Name>)")
+_V1_REFUSED_MESSAGE = (
+    "The given object is not an Optimizer instance. Given: {}. A tf.compat.v1.estimator class "
+    "trains with a tf.compat.v1.train optimizer (e.g. tf.compat.v1.train.AdagradOptimizer(0.05)), "
+    "one of the names {} or a callable returning one; for a Keras optimizer use the TF2 class "
+    "(tf.estimator.<Name>)"
+)
 
 
 def _check_v1_name(name: str) -> None:
     if name not in V1_OPTIMIZER_NAMES:
-        raise ValueError(f"Unsupported optimizer name: {name}. Supported names are: "
-                         f"{tuple(sorted(V1_OPTIMIZER_NAMES))}")
+        raise ValueError(
+            f"Unsupported optimizer name: {name}. Supported names are: {tuple(sorted(V1_OPTIMIZER_NAMES))}"
+        )
 
 
 def _checked_v1_object(optimizer: Any) -> tf.compat.v1.train.Optimizer:
@@ -271,6 +297,14 @@ def checked_v1_optimizer_argument(opt: Any) -> Any:
     return opt
 
 
-__all__ = ["OPTIMIZER_NAMES", "V1_OPTIMIZER_NAMES", "as_graph_optimizer", "as_optimizer_v2", "checked_optimizer_argument",
-           "checked_v1_optimizer_argument", "get_optimizer_instance", "get_v1_optimizer_instance",
-           "optimizer_for_graph"]
+__all__ = [
+    "OPTIMIZER_NAMES",
+    "V1_OPTIMIZER_NAMES",
+    "as_graph_optimizer",
+    "as_optimizer_v2",
+    "checked_optimizer_argument",
+    "checked_v1_optimizer_argument",
+    "get_optimizer_instance",
+    "get_v1_optimizer_instance",
+    "optimizer_for_graph",
+]

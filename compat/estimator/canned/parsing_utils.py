@@ -9,7 +9,8 @@ column parses.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -22,8 +23,10 @@ def _weight_spec(weight_column: Any) -> tuple[str, dict]:
         weight_column = tf.feature_column.numeric_column(weight_column)
     numeric_types = (type(tf.feature_column.numeric_column("w")), type(tf.compat.v1.feature_column.numeric_column("w")))
     if not isinstance(weight_column, numeric_types):
-        raise ValueError("weight_column should be an instance of tf.feature_column.numeric_column. "
-                         f"Given type: {type(weight_column)} value: {weight_column}")
+        raise ValueError(
+            "weight_column should be an instance of tf.feature_column.numeric_column. "
+            f"Given type: {type(weight_column)} value: {weight_column}"
+        )
     return weight_column.key, dict(weight_column.parse_example_spec)
 
 
@@ -35,8 +38,7 @@ def _columns_spec(feature_columns: Sequence) -> dict:
     return dict(tf.compat.v1.feature_column.make_parse_example_spec(feature_columns))
 
 
-def _with_label_and_weight(spec: dict, label_key: str, label_spec: tf.io.FixedLenFeature,
-                           weight_column: Any) -> dict:
+def _with_label_and_weight(spec: dict, label_key: str, label_spec: tf.io.FixedLenFeature, weight_column: Any) -> dict:
     if label_key in spec:
         raise ValueError(f"label should not be used as feature. label_key: {label_key}, features: {spec.keys()}")
     spec[label_key] = label_spec
@@ -44,28 +46,46 @@ def _with_label_and_weight(spec: dict, label_key: str, label_spec: tf.io.FixedLe
         return spec
     weight_key, weight_spec = _weight_spec(weight_column)
     if weight_key in spec:
-        raise ValueError(f"weight_column should not be used as feature. weight_column: {weight_key}, "
-                         f"features: {spec.keys()}")
+        raise ValueError(
+            f"weight_column should not be used as feature. weight_column: {weight_key}, features: {spec.keys()}"
+        )
     spec.update(weight_spec)
     return spec
 
 
-def classifier_parse_example_spec(feature_columns: Sequence, label_key: str, label_dtype: tf.DType = tf.int64,
-                                  label_default: Any = None, weight_column: Any = None) -> dict:
+def classifier_parse_example_spec(
+    feature_columns: Sequence,
+    label_key: str,
+    label_dtype: tf.DType = tf.int64,
+    label_default: Any = None,
+    weight_column: Any = None,
+) -> dict:
     """tf.estimator.classifier_parse_example_spec: the columns' spec, the label `FixedLenFeature((1,),
     label_dtype, label_default)` (tf.string with a label vocabulary) and the weight column's."""
-    return _with_label_and_weight(_columns_spec(feature_columns),
-                                  label_key, tf.io.FixedLenFeature((1,), label_dtype, label_default), weight_column)
+    return _with_label_and_weight(
+        _columns_spec(feature_columns),
+        label_key,
+        tf.io.FixedLenFeature((1,), label_dtype, label_default),
+        weight_column,
+    )
 
 
-def regressor_parse_example_spec(feature_columns: Sequence, label_key: str, label_dtype: tf.DType = tf.float32,
-                                 label_default: Any = None, label_dimension: int = 1,
-                                 weight_column: Any = None) -> dict:
+def regressor_parse_example_spec(
+    feature_columns: Sequence,
+    label_key: str,
+    label_dtype: tf.DType = tf.float32,
+    label_default: Any = None,
+    label_dimension: int = 1,
+    weight_column: Any = None,
+) -> dict:
     """tf.estimator.regressor_parse_example_spec: the columns' spec, the label
     `FixedLenFeature((label_dimension,), label_dtype, label_default)` and the weight column's."""
-    return _with_label_and_weight(_columns_spec(feature_columns),
-                                  label_key, tf.io.FixedLenFeature((label_dimension,), label_dtype, label_default),
-                                  weight_column)
+    return _with_label_and_weight(
+        _columns_spec(feature_columns),
+        label_key,
+        tf.io.FixedLenFeature((label_dimension,), label_dtype, label_default),
+        weight_column,
+    )
 
 
 __all__ = ["classifier_parse_example_spec", "regressor_parse_example_spec"]

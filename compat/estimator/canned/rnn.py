@@ -20,8 +20,8 @@ the steps the mask keeps before the loss and metrics.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import tensorflow as tf
 import tf_keras
@@ -44,6 +44,7 @@ USE_DEFAULT = object()  # `cell_type` not given
 
 # -- the sequential head ------------------------------------------------------------------------------------------
 
+
 def _flatten_steps(tensor: Any, sequence_mask: tf.Tensor, expected_length: tf.Tensor) -> tf.Tensor:
     """`[kept steps, D0, ... DN]` (`[kept steps, 1]` for a `[batch_size, time]` input): the steps the mask keeps
     of a dense `[batch_size, time, D0, ... DN]` tensor, or every value of a sparse one (in index order)."""
@@ -63,8 +64,9 @@ def _flatten_steps(tensor: Any, sequence_mask: tf.Tensor, expected_length: tf.Te
         expected_shape = tf.concat([[expected_length], [1]], axis=0)
     else:
         expected_shape = tf.concat([[expected_length], shape[2:]], axis=0)
-    check = tf.compat.v1.debugging.assert_equal(tf.shape(flat), expected_shape,
-                                                message="Tensor shape is incompatible with provided mask.")
+    check = tf.compat.v1.debugging.assert_equal(
+        tf.shape(flat), expected_shape, message="Tensor shape is incompatible with provided mask."
+    )
     with tf.control_dependencies([check]):
         return tf.identity(flat)
 
@@ -75,16 +77,19 @@ class SequentialHeadWrapper(base_head.Head):
     the labels and the `feature_columns` features (e.g. the weights) before its loss and metrics. Predictions are
     per step, the mask added under its key."""
 
-    def __init__(self, static_head: Any, sequence_length_mask: str = "sequence_length_mask",
-                 feature_columns: Any = None):
+    def __init__(
+        self, static_head: Any, sequence_length_mask: str = "sequence_length_mask", feature_columns: Any = None
+    ):
         if not isinstance(sequence_length_mask, str):
             raise TypeError(f"`sequence_mask` column must be a string. Given type: {type(sequence_length_mask)}.")
         feature_columns = feature_columns or []
         if isinstance(feature_columns, str):
             feature_columns = [feature_columns]
         if not isinstance(feature_columns, Iterable):
-            raise TypeError("`feature_columns` must be either a string or an iterable of strings got "
-                            f"{type(feature_columns)} instead.")
+            raise TypeError(
+                "`feature_columns` must be either a string or an iterable of strings got "
+                f"{type(feature_columns)} instead."
+            )
         for column in feature_columns:
             if not isinstance(column, str):
                 raise TypeError(f"Column must a string. Given type: {type(column)}.")
@@ -113,9 +118,11 @@ class SequentialHeadWrapper(base_head.Head):
 
     def _flatten(self, labels: Any, logits: tf.Tensor, features: dict) -> tuple[tf.Tensor, tf.Tensor, dict]:
         if self.input_sequence_mask_key not in features:
-            raise ValueError(f"The provided sequence_length_mask key `{self.input_sequence_mask_key}` should be "
-                             f"included in the features dictionary, but was not found. Found keys: "
-                             f"{list(features.keys())}.")
+            raise ValueError(
+                f"The provided sequence_length_mask key `{self.input_sequence_mask_key}` should be "
+                f"included in the features dictionary, but was not found. Found keys: "
+                f"{list(features.keys())}."
+            )
         mask = features[self.input_sequence_mask_key]
         if mask.get_shape().ndims != 2:
             raise ValueError(f"Mask is expected to have two dimensions, got {mask.get_shape().ndims} instead.")
@@ -128,11 +135,22 @@ class SequentialHeadWrapper(base_head.Head):
                 flat_features[column] = _flatten_steps(features[column], mask, kept)
             return _flatten_steps(labels, mask, kept), _flatten_steps(logits, mask, kept), flat_features
 
-    def loss(self, labels: Any, logits: Any, features: Any = None, mode: str | None = None,
-             regularization_losses: Sequence[Any] | None = None) -> tf.Tensor:
+    def loss(
+        self,
+        labels: Any,
+        logits: Any,
+        features: Any = None,
+        mode: str | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> tf.Tensor:
         flat_labels, flat_logits, flat_features = self._flatten(labels, logits, features)
-        return self._static_head.loss(labels=flat_labels, logits=flat_logits, features=flat_features, mode=mode,
-                                      regularization_losses=regularization_losses)
+        return self._static_head.loss(
+            labels=flat_labels,
+            logits=flat_logits,
+            features=flat_features,
+            mode=mode,
+            regularization_losses=regularization_losses,
+        )
 
     def predictions(self, logits: Any, keys: Sequence[str] | None = None) -> dict:
         return self._static_head.predictions(logits, keys=keys)
@@ -140,17 +158,31 @@ class SequentialHeadWrapper(base_head.Head):
     def metrics(self, regularization_losses: Sequence[Any] | None = None) -> dict:
         return self._static_head.metrics(regularization_losses)
 
-    def update_metrics(self, eval_metrics: dict, features: Any, logits: Any, labels: Any,
-                       regularization_losses: Sequence[Any] | None = None) -> dict:
+    def update_metrics(
+        self,
+        eval_metrics: dict,
+        features: Any,
+        logits: Any,
+        labels: Any,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> dict:
         flat_labels, flat_logits, flat_features = self._flatten(labels, logits, features)
-        return self._static_head.update_metrics(eval_metrics, flat_features, flat_logits, flat_labels,
-                                                regularization_losses=regularization_losses)
+        return self._static_head.update_metrics(
+            eval_metrics, flat_features, flat_logits, flat_labels, regularization_losses=regularization_losses
+        )
 
-    def create_estimator_spec(self, features: Any, mode: str, logits: Any, labels: Any = None,
-                              optimizer: Any = None, trainable_variables: Sequence[tf.Variable] | None = None,
-                              train_op_fn: Callable[[tf.Tensor], Any] | None = None,
-                              update_ops: Sequence[Any] | None = None,
-                              regularization_losses: Sequence[Any] | None = None) -> EstimatorSpec:
+    def create_estimator_spec(
+        self,
+        features: Any,
+        mode: str,
+        logits: Any,
+        labels: Any = None,
+        optimizer: Any = None,
+        trainable_variables: Sequence[tf.Variable] | None = None,
+        train_op_fn: Callable[[tf.Tensor], Any] | None = None,
+        update_ops: Sequence[Any] | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> EstimatorSpec:
         """PREDICT: the static head's spec per step, the mask added to the predictions; TRAIN and EVAL: the static
         head's spec over the flattened kept steps."""
         if mode == ModeKeys.PREDICT:
@@ -159,19 +191,29 @@ class SequentialHeadWrapper(base_head.Head):
             return spec._replace(predictions={**spec.predictions, self.input_sequence_mask_key: mask})
         flat_labels, flat_logits, flat_features = self._flatten(labels, logits, features)
         return self._static_head.create_estimator_spec(
-            features=flat_features, mode=mode, logits=flat_logits, labels=flat_labels, optimizer=optimizer,
-            trainable_variables=trainable_variables, train_op_fn=train_op_fn, update_ops=update_ops,
-            regularization_losses=regularization_losses)
+            features=flat_features,
+            mode=mode,
+            logits=flat_logits,
+            labels=flat_labels,
+            optimizer=optimizer,
+            trainable_variables=trainable_variables,
+            train_op_fn=train_op_fn,
+            update_ops=update_ops,
+            regularization_losses=regularization_losses,
+        )
 
 
 # -- the network ----------------------------------------------------------------------------------------------------
+
 
 def _single_rnn_cell(units: int, cell_type: Any) -> Any:
     """A cell of `units` units: `cell_type` a name ('simple_rnn', 'lstm', 'gru') or a class making cells."""
     cell_class = _CELLS.get(_CELL_ALIASES.get(cell_type, cell_type), cell_type)
     if not callable(cell_class):
-        raise ValueError("`cell_type` should be a class producing a RNN cell, or a string specifying the cell type. "
-                         f"Supported strings are: {[_SIMPLE_RNN, _LSTM, _GRU]}.")
+        raise ValueError(
+            "`cell_type` should be a class producing a RNN cell, or a string specifying the cell type. "
+            f"Supported strings are: {[_SIMPLE_RNN, _LSTM, _GRU]}."
+        )
     cell = cell_class(units=units)
     tf_internals.enable_rnn_caching_device(cell)
     if not hasattr(cell, "call") or not hasattr(cell, "state_size"):
@@ -210,9 +252,16 @@ class RNNModel(tf_keras.Model):
     """Logits of a Keras RNN over sequence (and context) feature columns: `model(features, training)` ->
     `[batch_size, units]`, or `[batch_size, time, units]` with `return_sequences` (masked by the lengths)."""
 
-    def __init__(self, rnn_layer: Any, units: int, sequence_feature_columns: Sequence,
-                 context_feature_columns: Sequence | None = None, activation: Callable | None = None,
-                 return_sequences: bool = False, **kwargs: Any):
+    def __init__(
+        self,
+        rnn_layer: Any,
+        units: int,
+        sequence_feature_columns: Sequence,
+        context_feature_columns: Sequence | None = None,
+        activation: Callable | None = None,
+        return_sequences: bool = False,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
         if not isinstance(units, int):
             raise ValueError(f"units must be an int.  Given type: {type(units)}")
@@ -220,8 +269,11 @@ class RNNModel(tf_keras.Model):
         self._sequence_feature_columns = sequence_feature_columns
         self._context_feature_columns = context_feature_columns
         self._sequence_features_layer = tf_keras.experimental.SequenceFeatures(sequence_feature_columns)
-        self._dense_features_layer = (tf_internals.v1_dense_features(context_feature_columns, name="dense_features")
-                                      if context_feature_columns else None)
+        self._dense_features_layer = (
+            tf_internals.v1_dense_features(context_feature_columns, name="dense_features")
+            if context_feature_columns
+            else None
+        )
         self._rnn_layer = rnn_layer
         self._logits_layer = tf_keras.layers.Dense(units=units, activation=activation, name="logits")
 
@@ -253,16 +305,23 @@ def _rnn_optimizer(optimizer: Any) -> Any:
     return optimizer
 
 
-def _rnn_estimator_spec(features: dict, labels: Any, mode: str, head: Any, rnn_model: RNNModel, optimizer: Any,
-                        return_sequences: bool) -> EstimatorSpec:
+def _rnn_estimator_spec(
+    features: dict, labels: Any, mode: str, head: Any, rnn_model: RNNModel, optimizer: Any, return_sequences: bool
+) -> EstimatorSpec:
     training = mode == ModeKeys.TRAIN
     optimizer = _rnn_optimizer(optimizer) if training else None
     logits = rnn_model(features, training)
     if return_sequences and head.input_sequence_mask_key not in features:
         features[head.input_sequence_mask_key] = logits._keras_mask
-    return head.create_estimator_spec(features=features, mode=mode, labels=labels, optimizer=optimizer,
-                                      logits=logits, update_ops=rnn_model.updates,
-                                      trainable_variables=rnn_model.trainable_variables)
+    return head.create_estimator_spec(
+        features=features,
+        mode=mode,
+        labels=labels,
+        optimizer=optimizer,
+        logits=logits,
+        update_ops=rnn_model.updates,
+        trainable_variables=rnn_model.trainable_variables,
+    )
 
 
 class RNNEstimator(Estimator):
@@ -282,23 +341,38 @@ class RNNEstimator(Estimator):
       optimizer: a name, a Keras optimizer or a callable (default Adagrad at 0.05, clip norm 5).
     """
 
-    def __init__(self, head: Any, sequence_feature_columns: Sequence, context_feature_columns: Sequence | None = None,
-                 units: Any = None, cell_type: Any = USE_DEFAULT, rnn_cell_fn: Callable | None = None,
-                 return_sequences: bool = False, model_dir: str | None = None, optimizer: Any = "Adagrad",
-                 config: Any = None):
+    def __init__(
+        self,
+        head: Any,
+        sequence_feature_columns: Sequence,
+        context_feature_columns: Sequence | None = None,
+        units: Any = None,
+        cell_type: Any = USE_DEFAULT,
+        rnn_cell_fn: Callable | None = None,
+        return_sequences: bool = False,
+        model_dir: str | None = None,
+        optimizer: Any = "Adagrad",
+        config: Any = None,
+    ):
         if return_sequences and not hasattr(head, "input_sequence_mask_key"):
-            raise ValueError("Provided head must be a `_SequentialHead` object when `return_sequences` is set to "
-                             "True (e.g. compat.estimator.canned.rnn.SequentialHeadWrapper(head)).")
+            raise ValueError(
+                "Provided head must be a `_SequentialHead` object when `return_sequences` is set to "
+                "True (e.g. compat.estimator.canned.rnn.SequentialHeadWrapper(head))."
+            )
         _verify_rnn_cell_input(rnn_cell_fn, units, cell_type)
         optimizer = optimizers.checked_optimizer_argument(optimizer)
 
         def model_fn(features, labels, mode, config):
             del config
             rnn_layer = _make_rnn_layer(rnn_cell_fn, units, cell_type, return_sequences)
-            rnn_model = RNNModel(rnn_layer=rnn_layer, units=head.logits_dimension,
-                                 sequence_feature_columns=sequence_feature_columns,
-                                 context_feature_columns=context_feature_columns, return_sequences=return_sequences,
-                                 name="rnn_model")
+            rnn_model = RNNModel(
+                rnn_layer=rnn_layer,
+                units=head.logits_dimension,
+                sequence_feature_columns=sequence_feature_columns,
+                context_feature_columns=context_feature_columns,
+                return_sequences=return_sequences,
+                name="rnn_model",
+            )
             return _rnn_estimator_spec(features, labels, mode, head, rnn_model, optimizer, return_sequences)
 
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config)
@@ -309,21 +383,41 @@ class RNNClassifier(RNNEstimator):
     `return_sequences` a class per step, the head wrapped in SequentialHeadWrapper over the mask
     `features[sequence_mask]` (computed from the lengths when absent) and the weight column."""
 
-    def __init__(self, sequence_feature_columns: Sequence, context_feature_columns: Sequence | None = None,
-                 units: Any = None, cell_type: Any = USE_DEFAULT, rnn_cell_fn: Callable | None = None,
-                 return_sequences: bool = False, model_dir: str | None = None, n_classes: int = 2,
-                 weight_column: Any = None, label_vocabulary: Sequence[str] | None = None, optimizer: Any = "Adagrad",
-                 loss_reduction: str = common.SUM_OVER_BATCH_SIZE, sequence_mask: str = "sequence_mask",
-                 config: Any = None):
+    def __init__(
+        self,
+        sequence_feature_columns: Sequence,
+        context_feature_columns: Sequence | None = None,
+        units: Any = None,
+        cell_type: Any = USE_DEFAULT,
+        rnn_cell_fn: Callable | None = None,
+        return_sequences: bool = False,
+        model_dir: str | None = None,
+        n_classes: int = 2,
+        weight_column: Any = None,
+        label_vocabulary: Sequence[str] | None = None,
+        optimizer: Any = "Adagrad",
+        loss_reduction: str = common.SUM_OVER_BATCH_SIZE,
+        sequence_mask: str = "sequence_mask",
+        config: Any = None,
+    ):
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         if return_sequences:
-            tf.compat.v1.logging.info("Converting head to sequential head with `SequentialHeadWrapper` to allow "
-                                      "sequential predictions.")
+            tf.compat.v1.logging.info(
+                "Converting head to sequential head with `SequentialHeadWrapper` to allow sequential predictions."
+            )
             head = SequentialHeadWrapper(head, sequence_length_mask=sequence_mask, feature_columns=weight_column)
-        super().__init__(head=head, sequence_feature_columns=sequence_feature_columns,
-                         context_feature_columns=context_feature_columns, units=units, cell_type=cell_type,
-                         rnn_cell_fn=rnn_cell_fn, return_sequences=return_sequences, model_dir=model_dir,
-                         optimizer=optimizer, config=config)
+        super().__init__(
+            head=head,
+            sequence_feature_columns=sequence_feature_columns,
+            context_feature_columns=context_feature_columns,
+            units=units,
+            cell_type=cell_type,
+            rnn_cell_fn=rnn_cell_fn,
+            return_sequences=return_sequences,
+            model_dir=model_dir,
+            optimizer=optimizer,
+            config=config,
+        )
 
 
 __all__ = ["RNNClassifier", "RNNEstimator", "RNNModel", "SequentialHeadWrapper", "USE_DEFAULT"]

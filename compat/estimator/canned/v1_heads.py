@@ -26,7 +26,8 @@ with the v1 optimizer through `train_op_fn`, where TF 2.15 raised.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
 import tf_keras
@@ -42,10 +43,12 @@ _EPSILON = 1e-7  # TF 1.x's AUC: added to the counts so that an empty class give
 def validate_v1_loss_reduction(loss_reduction: Any) -> None:
     """A v1 head reduces its loss with a `tf.compat.v1.losses.Reduction` other than NONE."""
     if loss_reduction not in V1Reduction.all() or loss_reduction == V1Reduction.NONE:
-        raise ValueError(f"Invalid loss_reduction: {loss_reduction}. A tf.compat.v1.estimator class takes one of "
-                         "tf.compat.v1.losses.Reduction's values other than NONE (SUM, the default, MEAN, "
-                         "SUM_BY_NONZERO_WEIGHTS, SUM_OVER_BATCH_SIZE ...); the Keras reductions "
-                         "(tf.keras.losses.Reduction) are the TF2 estimators' (tf.estimator.<Name>)")
+        raise ValueError(
+            f"Invalid loss_reduction: {loss_reduction}. A tf.compat.v1.estimator class takes one of "
+            "tf.compat.v1.losses.Reduction's values other than NONE (SUM, the default, MEAN, "
+            "SUM_BY_NONZERO_WEIGHTS, SUM_OVER_BATCH_SIZE ...); the Keras reductions "
+            "(tf.keras.losses.Reduction) are the TF2 estimators' (tf.estimator.<Name>)"
+        )
 
 
 class _V1Auc(tf_keras.metrics.AUC):
@@ -65,11 +68,12 @@ class _V1Auc(tf_keras.metrics.AUC):
             x, y = recall, (tp + _EPSILON) / (tp + fp + _EPSILON)
         else:
             x, y = fp / (fp + tn + _EPSILON), recall
-        return tf.reduce_sum((x[:-1] - x[1:]) * (y[:-1] + y[1:]) / 2.)
+        return tf.reduce_sum((x[:-1] - x[1:]) * (y[:-1] + y[1:]) / 2.0)
 
 
-def v1_train_op(loss: tf.Tensor, optimizer: Any = None, train_op_fn: Callable | None = None,
-                update_ops: Sequence[Any] | None = None) -> tf.Operation:
+def v1_train_op(
+    loss: tf.Tensor, optimizer: Any = None, train_op_fn: Callable | None = None, update_ops: Sequence[Any] | None = None
+) -> tf.Operation:
     """`optimizer.minimize(loss, global_step)` (a tf.compat.v1.train optimizer) or `train_op_fn(loss)`, with the
     graph's UPDATE_OPS and `update_ops` grouped in."""
     base_head.validate_update_ops(update_ops)
@@ -85,7 +89,11 @@ def v1_train_op(loss: tf.Tensor, optimizer: Any = None, train_op_fn: Callable | 
     return tf.group(train_op, *updates) if updates else train_op
 
 
-class _V1Training:
+# the mixin reads the TF2 head it is mixed into (the class after it in the bases)
+_HeadBase: type = base_head.Head if TYPE_CHECKING else object
+
+
+class _V1Training(_HeadBase):
     """What makes a TF2 head (the class after this one in the bases) a v1 head: the v1 loss reduction, the v1
     train op and summaries. Predictions, metrics and export signatures stay the TF2 head's."""
 
@@ -109,12 +117,19 @@ class _V1Training:
             logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
             labels = self._processed_labels(logits, labels)
             unreduced, weights = self._unweighted_loss_and_weights(logits, labels, features)
-            training_loss = tf.compat.v1.losses.compute_weighted_loss(unreduced, weights=weights,
-                                                                      reduction=self._v1_reduction)
+            training_loss = tf.compat.v1.losses.compute_weighted_loss(
+                unreduced, weights=weights, reduction=self._v1_reduction
+            )
         return training_loss, unreduced, weights
 
-    def loss(self, labels: Any, logits: Any, features: Any = None, mode: str | None = None,
-             regularization_losses: Sequence[Any] | None = None) -> tf.Tensor:
+    def loss(
+        self,
+        labels: Any,
+        logits: Any,
+        features: Any = None,
+        mode: str | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> tf.Tensor:
         """The weighted loss reduced by the v1 `loss_reduction`, plus the regularization losses."""
         del mode  # the same loss in every mode
         return base_head.add_regularization(self._v1_losses(features, logits, labels)[0], regularization_losses)
@@ -125,26 +140,40 @@ class _V1Training:
             return None
         return training_loss / tf.reduce_sum(weights * tf.ones_like(unreduced))
 
-    def create_estimator_spec(self, features: Any, mode: str, logits: Any, labels: Any = None,
-                              optimizer: Any = None, trainable_variables: Sequence[tf.Variable] | None = None,
-                              train_op_fn: Callable[[tf.Tensor], Any] | None = None,
-                              update_ops: Sequence[Any] | None = None,
-                              regularization_losses: Sequence[Any] | None = None) -> EstimatorSpec:
+    def create_estimator_spec(
+        self,
+        features: Any,
+        mode: str,
+        logits: Any,
+        labels: Any = None,
+        optimizer: Any = None,
+        trainable_variables: Sequence[tf.Variable] | None = None,
+        train_op_fn: Callable[[tf.Tensor], Any] | None = None,
+        update_ops: Sequence[Any] | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> EstimatorSpec:
         """The EstimatorSpec for `mode`, trained by a tf.compat.v1.train `optimizer` or `train_op_fn`
         (`trainable_variables` is not needed: `minimize` trains the graph's trainable variables)."""
         del trainable_variables
         with tf.compat.v1.name_scope(self.name, "head"):
             predictions = self.predictions(logits)
             if mode == ModeKeys.PREDICT:
-                return EstimatorSpec(mode=ModeKeys.PREDICT, predictions=predictions,
-                                     export_outputs=self.export_outputs(predictions))
+                return EstimatorSpec(
+                    mode=ModeKeys.PREDICT, predictions=predictions, export_outputs=self.export_outputs(predictions)
+                )
             training_loss, unreduced, weights = self._v1_losses(features, logits, labels)
             loss = base_head.add_regularization(training_loss, regularization_losses)
             if mode == ModeKeys.EVAL:
-                eval_metrics = self.update_metrics(self.metrics(regularization_losses), features, logits, labels,
-                                                   regularization_losses=regularization_losses)
-                return EstimatorSpec(mode=ModeKeys.EVAL, predictions=predictions, loss=loss,
-                                     eval_metric_ops=eval_metrics)
+                eval_metrics = self.update_metrics(
+                    self.metrics(regularization_losses),
+                    features,
+                    logits,
+                    labels,
+                    regularization_losses=regularization_losses,
+                )
+                return EstimatorSpec(
+                    mode=ModeKeys.EVAL, predictions=predictions, loss=loss, eval_metric_ops=eval_metrics
+                )
             train_op = v1_train_op(loss, optimizer, train_op_fn, update_ops)
             average_loss = self._average_loss(training_loss, unreduced, weights)
         base_head.add_loss_summaries(loss, regularization_losses, self.metric_key)
@@ -157,8 +186,13 @@ class _V1Training:
 class BinaryClassHeadV1(_V1Training, BinaryClassHead):
     """The v1 binary head: sigmoid cross-entropy, reduced by a tf.compat.v1.losses.Reduction (default SUM)."""
 
-    def __init__(self, weight_column: Any = None, label_vocabulary: Sequence[str] | None = None,
-                 loss_reduction: str = V1Reduction.SUM, name: str | None = None):
+    def __init__(
+        self,
+        weight_column: Any = None,
+        label_vocabulary: Sequence[str] | None = None,
+        loss_reduction: str = V1Reduction.SUM,
+        name: str | None = None,
+    ):
         super().__init__(weight_column=weight_column, label_vocabulary=label_vocabulary, name=name)
         self._set_v1_reduction(loss_reduction)
 
@@ -177,8 +211,14 @@ class BinaryClassHeadV1(_V1Training, BinaryClassHead):
 class MultiClassHeadV1(_V1Training, MultiClassHead):
     """The v1 multi-class head: softmax cross-entropy, reduced by a tf.compat.v1.losses.Reduction (default SUM)."""
 
-    def __init__(self, n_classes: int, weight_column: Any = None, label_vocabulary: Sequence[str] | None = None,
-                 loss_reduction: str = V1Reduction.SUM, name: str | None = None):
+    def __init__(
+        self,
+        n_classes: int,
+        weight_column: Any = None,
+        label_vocabulary: Sequence[str] | None = None,
+        loss_reduction: str = V1Reduction.SUM,
+        name: str | None = None,
+    ):
         super().__init__(n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary, name=name)
         self._set_v1_reduction(loss_reduction)
 
@@ -189,8 +229,13 @@ class MultiClassHeadV1(_V1Training, MultiClassHead):
 class RegressionHeadV1(_V1Training, RegressionHead):
     """The v1 regression head: squared error, reduced by a tf.compat.v1.losses.Reduction (default SUM)."""
 
-    def __init__(self, label_dimension: int = 1, weight_column: Any = None, loss_reduction: str = V1Reduction.SUM,
-                 name: str | None = None):
+    def __init__(
+        self,
+        label_dimension: int = 1,
+        weight_column: Any = None,
+        loss_reduction: str = V1Reduction.SUM,
+        name: str | None = None,
+    ):
         super().__init__(label_dimension=label_dimension, weight_column=weight_column, name=name)
         self._set_v1_reduction(loss_reduction)
 
@@ -198,22 +243,32 @@ class RegressionHeadV1(_V1Training, RegressionHead):
         return self._labels(logits, labels)
 
 
-def classifier_head_v1(n_classes: int, weight_column: Any, label_vocabulary: Sequence[str] | None,
-                       loss_reduction: str) -> Any:
+def classifier_head_v1(
+    n_classes: int, weight_column: Any, label_vocabulary: Sequence[str] | None, loss_reduction: str
+) -> Any:
     """The head of a v1 canned classifier: sigmoid for 2 classes, softmax for more."""
     if n_classes == 2:
-        return BinaryClassHeadV1(weight_column=weight_column, label_vocabulary=label_vocabulary,
-                                 loss_reduction=loss_reduction)
-    return MultiClassHeadV1(n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary,
-                            loss_reduction=loss_reduction)
+        return BinaryClassHeadV1(
+            weight_column=weight_column, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction
+        )
+    return MultiClassHeadV1(
+        n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction
+    )
 
 
 def is_v1_head(head: Any) -> bool:
     return isinstance(head, _V1Training)
 
 
-def v1_estimator_spec(head: Any, features: dict, mode: str, labels: Any, logits: tf.Tensor,
-                      optimizer: Any = None, train_op_fn: Callable | None = None) -> EstimatorSpec:
+def v1_estimator_spec(
+    head: Any,
+    features: dict,
+    mode: str,
+    labels: Any,
+    logits: tf.Tensor,
+    optimizer: Any = None,
+    train_op_fn: Callable | None = None,
+) -> EstimatorSpec:
     """A v1 model_fn's EstimatorSpec: `head` trains with the tf.compat.v1.train `optimizer` (or `train_op_fn`).
 
     A v1 head takes the optimizer itself. A TF2 head (tf.estimator.*Head,
@@ -223,13 +278,20 @@ def v1_estimator_spec(head: Any, features: dict, mode: str, labels: Any, logits:
     if mode != ModeKeys.TRAIN:
         optimizer = train_op_fn = None
     if is_v1_head(head):
-        return head.create_estimator_spec(features=features, mode=mode, labels=labels, logits=logits,
-                                          optimizer=optimizer, train_op_fn=train_op_fn)
+        return head.create_estimator_spec(
+            features=features, mode=mode, labels=labels, logits=logits, optimizer=optimizer, train_op_fn=train_op_fn
+        )
     if optimizer is not None:
         train_op_fn = _minimizing(optimizer)
     update_ops = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS) if train_op_fn else None
-    return head.create_estimator_spec(features=features, mode=mode, labels=labels, logits=logits,
-                                      train_op_fn=train_op_fn, update_ops=update_ops or None)
+    return head.create_estimator_spec(
+        features=features,
+        mode=mode,
+        labels=labels,
+        logits=logits,
+        train_op_fn=train_op_fn,
+        update_ops=update_ops or None,
+    )
 
 
 def _minimizing(optimizer: Any) -> Callable[[tf.Tensor], tf.Operation]:
@@ -239,5 +301,14 @@ def _minimizing(optimizer: Any) -> Callable[[tf.Tensor], tf.Operation]:
     return train_op_fn
 
 
-__all__ = ["BinaryClassHeadV1", "MultiClassHeadV1", "RegressionHeadV1", "V1Reduction", "classifier_head_v1",
-           "is_v1_head", "v1_estimator_spec", "v1_train_op", "validate_v1_loss_reduction"]
+__all__ = [
+    "BinaryClassHeadV1",
+    "MultiClassHeadV1",
+    "RegressionHeadV1",
+    "V1Reduction",
+    "classifier_head_v1",
+    "is_v1_head",
+    "v1_estimator_spec",
+    "v1_train_op",
+    "validate_v1_loss_reduction",
+]

@@ -9,12 +9,28 @@ A classification or regression signature needs one string input (serialized
 tf.Examples); with other receivers it is left out of an export, as TF 2.15 left it out.
 """
 
-from compat.estimator.export.export import (ServingInputReceiver, TensorServingInputReceiver,
-                                            build_parsing_serving_input_receiver_fn,
-                                            build_raw_serving_input_receiver_fn)
-from compat.estimator.export.export_output import (ClassificationOutput, EvalOutput, ExportOutput, PredictOutput,
-                                                   RegressionOutput)
+from compat.estimator.export.export import (
+    ServingInputReceiver,
+    TensorServingInputReceiver,
+    build_parsing_serving_input_receiver_fn,
+    build_raw_serving_input_receiver_fn,
+)
+from compat.estimator.export.export_output import (
+    ClassificationOutput,
+    EvalOutput,
+    ExportOutput,
+    PredictOutput,
+    RegressionOutput,
+)
 
-__all__ = ["ClassificationOutput", "EvalOutput", "ExportOutput", "PredictOutput", "RegressionOutput",
-           "ServingInputReceiver", "TensorServingInputReceiver", "build_parsing_serving_input_receiver_fn",
-           "build_raw_serving_input_receiver_fn"]
+__all__ = [
+    "ClassificationOutput",
+    "EvalOutput",
+    "ExportOutput",
+    "PredictOutput",
+    "RegressionOutput",
+    "ServingInputReceiver",
+    "TensorServingInputReceiver",
+    "build_parsing_serving_input_receiver_fn",
+    "build_raw_serving_input_receiver_fn",
+]

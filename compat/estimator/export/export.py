@@ -15,7 +15,8 @@ graphs.
 from __future__ import annotations
 
 import collections
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -25,8 +26,12 @@ from compat.tf_internals import export_utils
 SINGLE_FEATURE_KEY = export_utils.SINGLE_FEATURE_DEFAULT_NAME  # "feature"
 SINGLE_RECEIVER_KEY = export_utils.SINGLE_RECEIVER_DEFAULT_NAME  # "input"
 SINGLE_LABEL_KEY = export_utils.SINGLE_LABEL_DEFAULT_NAME  # "label"
-_SINGLE_KEYS = {"feature": SINGLE_FEATURE_KEY, "label": SINGLE_LABEL_KEY, "receiver_tensor": SINGLE_RECEIVER_KEY,
-                "receiver_tensors_alternative": SINGLE_RECEIVER_KEY}
+_SINGLE_KEYS = {
+    "feature": SINGLE_FEATURE_KEY,
+    "label": SINGLE_LABEL_KEY,
+    "receiver_tensor": SINGLE_RECEIVER_KEY,
+    "receiver_tensors_alternative": SINGLE_RECEIVER_KEY,
+}
 
 
 def _is_input_tensor(value: Any) -> bool:
@@ -56,8 +61,9 @@ def checked_tensors(tensors: Any, field: str, allow_int_keys: bool = False) -> d
     return tensors
 
 
-class ServingInputReceiver(collections.namedtuple(
-        "ServingInputReceiver", ["features", "receiver_tensors", "receiver_tensors_alternatives"])):
+class ServingInputReceiver(
+    collections.namedtuple("ServingInputReceiver", ["features", "receiver_tensors", "receiver_tensors_alternatives"])
+):
     """Features for the model_fn and the tensors a serving request feeds (tf.estimator.export)."""
 
     def __new__(cls, features: Any, receiver_tensors: Any, receiver_tensors_alternatives: Any = None):
@@ -68,12 +74,16 @@ class ServingInputReceiver(collections.namedtuple(
                 raise ValueError(f"receiver_tensors_alternatives must be a dict: {receiver_tensors_alternatives}.")
             receiver_tensors_alternatives = {
                 name: checked_tensors(tensors, "receiver_tensors_alternative")
-                for name, tensors in receiver_tensors_alternatives.items()}
+                for name, tensors in receiver_tensors_alternatives.items()
+            }
         return super().__new__(cls, features, receiver_tensors, receiver_tensors_alternatives)
 
 
-class TensorServingInputReceiver(collections.namedtuple(
-        "TensorServingInputReceiver", ["features", "receiver_tensors", "receiver_tensors_alternatives"])):
+class TensorServingInputReceiver(
+    collections.namedtuple(
+        "TensorServingInputReceiver", ["features", "receiver_tensors", "receiver_tensors_alternatives"]
+    )
+):
     """As ServingInputReceiver, but `features` is one tensor handed to the model_fn as it is, not in a dict."""
 
     def __new__(cls, features: Any, receiver_tensors: Any, receiver_tensors_alternatives: Any = None):
@@ -82,8 +92,12 @@ class TensorServingInputReceiver(collections.namedtuple(
         if not _is_input_tensor(features):
             raise ValueError("feature must be a Tensor, SparseTensor, or RaggedTensor.")
         receiver = ServingInputReceiver(features, receiver_tensors, receiver_tensors_alternatives)
-        return super().__new__(cls, receiver.features[SINGLE_FEATURE_KEY], receiver.receiver_tensors,
-                               receiver.receiver_tensors_alternatives)
+        return super().__new__(
+            cls,
+            receiver.features[SINGLE_FEATURE_KEY],
+            receiver.receiver_tensors,
+            receiver.receiver_tensors_alternatives,
+        )
 
 
 class UnsupervisedInputReceiver(ServingInputReceiver):
@@ -93,8 +107,9 @@ class UnsupervisedInputReceiver(ServingInputReceiver):
         return super().__new__(cls, features, receiver_tensors, None)
 
 
-class SupervisedInputReceiver(collections.namedtuple(
-        "SupervisedInputReceiver", ["features", "labels", "receiver_tensors"])):
+class SupervisedInputReceiver(
+    collections.namedtuple("SupervisedInputReceiver", ["features", "labels", "receiver_tensors"])
+):
     """Features, labels and the tensors that feed both: the inputs of exported train and eval graphs."""
 
     def __new__(cls, features: Any, labels: Any, receiver_tensors: Any):
@@ -103,8 +118,9 @@ class SupervisedInputReceiver(collections.namedtuple(
         return super().__new__(cls, features, labels, checked_tensors(receiver_tensors, "receiver_tensor"))
 
 
-def build_parsing_serving_input_receiver_fn(feature_spec: Mapping[str, Any],
-                                            default_batch_size: int | None = None) -> Callable:
+def build_parsing_serving_input_receiver_fn(
+    feature_spec: Mapping[str, Any], default_batch_size: int | None = None
+) -> Callable:
     """A receiver of serialized tf.Examples under `examples`, parsed with `feature_spec`."""
 
     def serving_input_receiver_fn() -> ServingInputReceiver:
@@ -112,7 +128,7 @@ def build_parsing_serving_input_receiver_fn(feature_spec: Mapping[str, Any],
         features = tf.compat.v1.io.parse_example(serialized, dict(feature_spec))
         return ServingInputReceiver(features, {"examples": serialized})
 
-    serving_input_receiver_fn.feature_spec = dict(feature_spec)  # what the Keras engine's export reads
+    serving_input_receiver_fn.feature_spec = dict(feature_spec)  # type: ignore[attr-defined]  # what the Keras engine's export reads
     return serving_input_receiver_fn
 
 
@@ -153,12 +169,13 @@ def build_raw_serving_input_receiver_fn(features: Any, default_batch_size: int |
         receiver = placeholder_like(features, default_batch_size)
         return TensorServingInputReceiver(receiver, receiver)
 
-    serving_input_receiver_fn.raw_features = features  # what the Keras engine's export reads
+    serving_input_receiver_fn.raw_features = features  # type: ignore[attr-defined]  # what the Keras engine's export reads
     return serving_input_receiver_fn
 
 
-def build_raw_supervised_input_receiver_fn(features: Any, labels: Any,
-                                           default_batch_size: int | None = None) -> Callable:
+def build_raw_supervised_input_receiver_fn(
+    features: Any, labels: Any, default_batch_size: int | None = None
+) -> Callable:
     """A receiver that feeds placeholders shaped as `features` and `labels`, for train and eval exports.
 
     Features and labels share one signature's inputs, so their keys must differ.

@@ -19,5 +19,13 @@ from compat.estimator.head.multi_head import MultiHead
 from compat.estimator.head.multi_label_head import MultiLabelHead
 from compat.estimator.head.regression_head import LogisticRegressionHead, PoissonRegressionHead, RegressionHead
 
-__all__ = ["BinaryClassHead", "Head", "LogisticRegressionHead", "MultiClassHead", "MultiHead", "MultiLabelHead",
-           "PoissonRegressionHead", "RegressionHead"]
+__all__ = [
+    "BinaryClassHead",
+    "Head",
+    "LogisticRegressionHead",
+    "MultiClassHead",
+    "MultiHead",
+    "MultiLabelHead",
+    "PoissonRegressionHead",
+    "RegressionHead",
+]

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import abc
 import inspect
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -43,20 +44,26 @@ Reduction = tf_keras.losses.Reduction
 
 LABELS_NONE_MESSAGE = (
     "You must provide a labels Tensor. Given: None. Suggested troubleshooting steps: Check that your data contains "
-    "your label feature. Check that your input_fn properly parses and returns labels.")
+    "your label feature. Check that your input_fn properly parses and returns labels."
+)
 _SPARSE_LABELS_MESSAGE = (
     "SparseTensor labels are not supported. Labels must be a Tensor of shape [D0, D1, ..., DN, {0}], e.g. "
     "[batch_size, {0}]. Each example must contain {0} value(s); in the input_fn, densify sparse labels with "
-    "tf.sparse.to_dense().")
+    "tf.sparse.to_dense()."
+)
 _LABEL_DIMENSION_MESSAGE = (
     "Mismatched label shape. Expected labels dimension={}.  Received {}. Check n_classes (or label_dimension) and the "
-    "shape of your labels.")
-_LABEL_SHAPE_MESSAGE = ("labels shape must be [D0, D1, ... DN, {}]. Suggested Fix: check your n_classes argument to "
-                        "the head and/or the shape of your label.")
+    "shape of your labels."
+)
+_LABEL_SHAPE_MESSAGE = (
+    "labels shape must be [D0, D1, ... DN, {}]. Suggested Fix: check your n_classes argument to "
+    "the head and/or the shape of your label."
+)
 _LOGITS_SHAPE_MESSAGE = "logits shape must be [D0, D1, ... DN, logits_dimension]"
 _WEIGHTS_SHAPE_MESSAGE = "weights shape must be [D0, D1, ... DN] or [D0, D1, ... DN, 1]"
-_PER_LOGIT_WEIGHTS_SHAPE_MESSAGE = ("weights shape must be [D0, D1, ... DN], [D0, D1, ... DN, 1] or "
-                                    "[D0, D1, ... DN, logits_dimension]")
+_PER_LOGIT_WEIGHTS_SHAPE_MESSAGE = (
+    "weights shape must be [D0, D1, ... DN], [D0, D1, ... DN, 1] or [D0, D1, ... DN, logits_dimension]"
+)
 _NOT_A_LIST_MESSAGE = "{} should be a list or a tuple. Given type: {}."
 
 
@@ -86,8 +93,14 @@ class Head(abc.ABC):
         """How the training loss is reduced over the batch: a `tf.losses.Reduction` other than NONE."""
 
     @abc.abstractmethod
-    def loss(self, labels: Any, logits: Any, features: Any = None, mode: str | None = None,
-             regularization_losses: Sequence[Any] | None = None) -> tf.Tensor:
+    def loss(
+        self,
+        labels: Any,
+        logits: Any,
+        features: Any = None,
+        mode: str | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> tf.Tensor:
         """The scalar training loss, regularization losses added."""
 
     @abc.abstractmethod
@@ -99,18 +112,32 @@ class Head(abc.ABC):
         """New metric objects, by metric key; `update_metrics` updates them."""
 
     @abc.abstractmethod
-    def update_metrics(self, eval_metrics: dict, features: Any, logits: Any, labels: Any,
-                       regularization_losses: Sequence[Any] | None = None) -> dict:
+    def update_metrics(
+        self,
+        eval_metrics: dict,
+        features: Any,
+        logits: Any,
+        labels: Any,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> dict:
         """Updates `eval_metrics` (from `metrics()`) with one batch and returns them."""
 
-    def create_estimator_spec(self, features: Any, mode: str, logits: Any, labels: Any = None,
-                              optimizer: Any = None, trainable_variables: Sequence[tf.Variable] | None = None,
-                              train_op_fn: Callable[[tf.Tensor], Any] | None = None,
-                              update_ops: Sequence[Any] | None = None,
-                              regularization_losses: Sequence[Any] | None = None) -> EstimatorSpec:
+    def create_estimator_spec(
+        self,
+        features: Any,
+        mode: str,
+        logits: Any,
+        labels: Any = None,
+        optimizer: Any = None,
+        trainable_variables: Sequence[tf.Variable] | None = None,
+        train_op_fn: Callable[[tf.Tensor], Any] | None = None,
+        update_ops: Sequence[Any] | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> EstimatorSpec:
         """The EstimatorSpec for `mode`. A Head subclass that is not one of tf.estimator's implements it."""
-        raise NotImplementedError("Subclasses of Head must implement `create_estimator_spec()` or "
-                                  "_create_tpu_estimator_spec().")
+        raise NotImplementedError(
+            "Subclasses of Head must implement `create_estimator_spec()` or _create_tpu_estimator_spec()."
+        )
 
 
 class SingleHead(Head):
@@ -128,11 +155,18 @@ class SingleHead(Head):
     def export_outputs(self, predictions: dict) -> dict:
         """The signatures a SavedModel serves, by signature name, from this head's predictions."""
 
-    def create_estimator_spec(self, features: Any, mode: str, logits: Any, labels: Any = None,
-                              optimizer: Any = None, trainable_variables: Sequence[tf.Variable] | None = None,
-                              train_op_fn: Callable[[tf.Tensor], Any] | None = None,
-                              update_ops: Sequence[Any] | None = None,
-                              regularization_losses: Sequence[Any] | None = None) -> EstimatorSpec:
+    def create_estimator_spec(
+        self,
+        features: Any,
+        mode: str,
+        logits: Any,
+        labels: Any = None,
+        optimizer: Any = None,
+        trainable_variables: Sequence[tf.Variable] | None = None,
+        train_op_fn: Callable[[tf.Tensor], Any] | None = None,
+        update_ops: Sequence[Any] | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> EstimatorSpec:
         """The EstimatorSpec for `mode`.
 
         PREDICT: predictions and export outputs. EVAL: also the loss and the
@@ -144,26 +178,32 @@ class SingleHead(Head):
         with tf.compat.v1.name_scope(self.name, "head"):
             predictions = self.predictions(logits)
             if mode == ModeKeys.PREDICT:
-                return EstimatorSpec(mode=ModeKeys.PREDICT, predictions=predictions,
-                                     export_outputs=self.export_outputs(predictions))
-            loss = self.loss(labels, logits, features=features, mode=mode,
-                             regularization_losses=regularization_losses)
+                return EstimatorSpec(
+                    mode=ModeKeys.PREDICT, predictions=predictions, export_outputs=self.export_outputs(predictions)
+                )
+            loss = self.loss(labels, logits, features=features, mode=mode, regularization_losses=regularization_losses)
             if mode == ModeKeys.EVAL:
                 eval_metrics = self.metrics(regularization_losses=regularization_losses)
             else:
-                train_op = train_op_for(loss, optimizer=optimizer, trainable_variables=trainable_variables,
-                                        train_op_fn=train_op_fn, update_ops=update_ops,
-                                        loss_reduction=self.loss_reduction)
+                train_op = train_op_for(
+                    loss,
+                    optimizer=optimizer,
+                    trainable_variables=trainable_variables,
+                    train_op_fn=train_op_fn,
+                    update_ops=update_ops,
+                    loss_reduction=self.loss_reduction,
+                )
         if mode == ModeKeys.EVAL:
-            eval_metrics = self.update_metrics(eval_metrics, features, logits, labels,
-                                               regularization_losses=regularization_losses)
-            return EstimatorSpec(mode=ModeKeys.EVAL, predictions=predictions, loss=loss,
-                                 eval_metric_ops=eval_metrics)
+            eval_metrics = self.update_metrics(
+                eval_metrics, features, logits, labels, regularization_losses=regularization_losses
+            )
+            return EstimatorSpec(mode=ModeKeys.EVAL, predictions=predictions, loss=loss, eval_metric_ops=eval_metrics)
         add_loss_summaries(loss, regularization_losses, self.metric_key)
         return EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions, loss=loss, train_op=train_op)
 
 
 # --- arguments ---------------------------------------------------------------------------------------------------
+
 
 def suffixed(key: str, head_name: str | None) -> str:
     """A metric or summary key of a named head: `key/name`."""
@@ -190,8 +230,10 @@ def validate_loss_fn_args(loss_fn: Callable) -> None:
 def validate_loss_reduction(loss_reduction: Any) -> None:
     """A head reduces its loss to a scalar: any `tf.losses.Reduction` but NONE."""
     if loss_reduction not in Reduction.all() or loss_reduction == Reduction.NONE:
-        raise ValueError(f"Invalid loss_reduction: {loss_reduction}. See `tf.losses.Reduction` for valid options "
-                         "(SUM_OVER_BATCH_SIZE, SUM or AUTO).")
+        raise ValueError(
+            f"Invalid loss_reduction: {loss_reduction}. See `tf.losses.Reduction` for valid options "
+            "(SUM_OVER_BATCH_SIZE, SUM or AUTO)."
+        )
 
 
 def validate_label_vocabulary(label_vocabulary: Any, message: str) -> None:
@@ -212,8 +254,10 @@ def validate_n_classes(n_classes: Any) -> Any:
 def check_prediction_keys(keys: Iterable[str], valid_keys: Sequence[str]) -> None:
     for key in keys:
         if key not in valid_keys:
-            raise ValueError(f"Prediction key must be in PredictionKeys, given: {key}. Valid prediction keys include "
-                             f"{list(valid_keys)}.")
+            raise ValueError(
+                f"Prediction key must be in PredictionKeys, given: {key}. Valid prediction keys include "
+                f"{list(valid_keys)}."
+            )
 
 
 def requested_keys(keys: Sequence[str] | None, valid_keys: Sequence[str]) -> Sequence[str]:
@@ -226,7 +270,8 @@ def requested_keys(keys: Sequence[str] | None, valid_keys: Sequence[str]) -> Seq
 
 # --- shapes ------------------------------------------------------------------------------------------------------
 
-def _shape_tuple(tensor: Any) -> tuple:
+
+def _shape_tuple(tensor: Any) -> tuple | None:
     return tuple(tensor.shape.as_list()) if tensor.shape.rank is not None else None
 
 
@@ -261,8 +306,9 @@ def _checked_graph_logits(logits: tf.Tensor, expected: Any) -> tf.Tensor:
             if isinstance(expected, int) and logits.shape[-1] != expected:
                 raise ValueError(f"{_LOGITS_SHAPE_MESSAGE}, got {logits.shape}.")
             return logits
-        has_dimension = tf.compat.v1.debugging.assert_equal(expected, shape[-1], data=[shape],
-                                                            message=_LOGITS_SHAPE_MESSAGE)
+        has_dimension = tf.compat.v1.debugging.assert_equal(
+            expected, shape[-1], data=[shape], message=_LOGITS_SHAPE_MESSAGE
+        )
         with tf.control_dependencies([has_dimension]):
             return tf.identity(logits)
 
@@ -277,8 +323,9 @@ def dense_labels(labels: Any, expected_labels_dimension: Any) -> tf.Tensor:
     return labels
 
 
-def check_dense_labels_match_logits_and_reshape(labels: Any, logits: tf.Tensor,
-                                                expected_labels_dimension: Any) -> tf.Tensor:
+def check_dense_labels_match_logits_and_reshape(
+    labels: Any, logits: tf.Tensor, expected_labels_dimension: Any
+) -> tf.Tensor:
     """`labels` checked to be `[D0, ... DN, expected_labels_dimension]` for logits `[D0, ... DN, d]`.
 
     Labels one dimension shorter than the logits get a last dimension of 1
@@ -287,8 +334,11 @@ def check_dense_labels_match_logits_and_reshape(labels: Any, logits: tf.Tensor,
     """
     labels = dense_labels(labels, expected_labels_dimension)
     with tf.name_scope("labels"):
-        if labels.shape.rank is not None and logits.shape.rank is not None \
-                and labels.shape.rank == logits.shape.rank - 1:
+        if (
+            labels.shape.rank is not None
+            and logits.shape.rank is not None
+            and labels.shape.rank == logits.shape.rank - 1
+        ):
             labels = tf.expand_dims(labels, -1)
         if tf.executing_eagerly():
             return _checked_eager_labels(labels, logits, expected_labels_dimension)
@@ -303,8 +353,9 @@ def _checked_eager_labels(labels: tf.Tensor, logits: tf.Tensor, expected: Any) -
         raise ValueError(_LABEL_DIMENSION_MESSAGE.format(expected, shape[-1]))
     expected_shape = _shape_tuple(logits)[:-1] + (expected,)
     if shape != expected_shape:
-        raise ValueError(f"{_LABEL_SHAPE_MESSAGE.format(expected)}, expected_labels_shape: {expected_shape}. "
-                         f"labels_shape: {shape}.")
+        raise ValueError(
+            f"{_LABEL_SHAPE_MESSAGE.format(expected)}, expected_labels_shape: {expected_shape}. labels_shape: {shape}."
+        )
     return labels
 
 
@@ -319,8 +370,11 @@ def _checked_graph_labels(labels: tf.Tensor, logits: tf.Tensor, expected: Any) -
         expected_shape = tf.concat([tf.shape(logits)[:-1], [expected]], axis=0)
         shape = tf.shape(labels)
         matches = tf.compat.v1.debugging.assert_equal(
-            expected_shape, shape, message=message,
-            data=["expected_labels_shape: ", expected_shape, "labels_shape: ", shape])
+            expected_shape,
+            shape,
+            message=message,
+            data=["expected_labels_shape: ", expected_shape, "labels_shape: ", shape],
+        )
         with tf.control_dependencies([matches]):
             return tf.identity(labels)
 
@@ -336,14 +390,17 @@ def check_label_range(labels: tf.Tensor, n_classes: Any, message: str | None = N
             return labels
         # with constant labels these raise InvalidArgumentError already here, as TF 2.15's did
         below = tf.compat.v1.debugging.assert_less_equal(
-            labels, tf.convert_to_tensor(n_classes - 1, dtype=labels.dtype),
-            message=message or "Labels must be <= n_classes - 1")
+            labels,
+            tf.convert_to_tensor(n_classes - 1, dtype=labels.dtype),
+            message=message or "Labels must be <= n_classes - 1",
+        )
         non_negative = tf.compat.v1.debugging.assert_non_negative(labels, message=message or "Labels must be >= 0")
         with tf.control_dependencies([below, non_negative]):
             return tf.identity(labels)
 
 
 # --- weights -----------------------------------------------------------------------------------------------------
+
 
 def _numeric_column_types() -> tuple:
     """The classes `tf.feature_column.numeric_column` returns (v2 and v1 style)."""
@@ -361,8 +418,10 @@ def _weight_feature(features: Mapping[str, Any] | None, weight_column: Any) -> t
     else:
         raise TypeError(f"Weight column must be either a string or NumericColumn. Given type: {type(weight_column)}.")
     if not features or key not in features:
-        raise ValueError(f"Feature {key} is not in features dictionary: the weight column '{key}' must be a feature "
-                         "the input_fn returns.")
+        raise ValueError(
+            f"Feature {key} is not in features dictionary: the weight column '{key}' must be a feature "
+            "the input_fn returns."
+        )
     weights = tf.compat.v1.convert_to_tensor_or_sparse_tensor(features[key])
     if isinstance(weights, tf.sparse.SparseTensor):
         raise ValueError(f"The weight column '{key}' must be dense, given a SparseTensor. Densify it in the input_fn.")
@@ -377,15 +436,16 @@ def _weight_feature(features: Mapping[str, Any] | None, weight_column: Any) -> t
     return tf.cast(weights, tf.float32, name="weights")
 
 
-def get_weights_and_check_match_logits(features: Mapping[str, Any] | None, weight_column: Any, logits: tf.Tensor,
-                                       allow_per_logit_weights: bool = False) -> Any:
+def get_weights_and_check_match_logits(
+    features: Mapping[str, Any] | None, weight_column: Any, logits: tf.Tensor, allow_per_logit_weights: bool = False
+) -> Any:
     """The example weights, shaped to broadcast against logits `[D0, ... DN, d]`; 1. without a weight column.
 
     Weights may be `[D0, ... DN]` (expanded to `[D0, ... DN, 1]`), `[D0, ... DN, 1]`,
     or, with `allow_per_logit_weights` (regression), `[D0, ... DN, d]`: one weight per label dimension.
     """
     if weight_column is None:
-        return 1.
+        return 1.0
     message = _PER_LOGIT_WEIGHTS_SHAPE_MESSAGE if allow_per_logit_weights else _WEIGHTS_SHAPE_MESSAGE
     with tf.name_scope("weights"):
         weights = _weight_feature(features, weight_column)
@@ -410,8 +470,7 @@ def _checked_eager_weights(weights: tf.Tensor, logits: tf.Tensor, per_logit: boo
 def _checked_graph_weights(weights: tf.Tensor, logits: tf.Tensor, per_logit: bool, message: str) -> tf.Tensor:
     weights_shape, logits_shape = tf.shape(weights), tf.shape(logits)
     data = ["logits_shape: ", logits_shape, "weights_shape: ", weights_shape]
-    if weights.shape.rank is not None and logits.shape.rank is not None \
-            and weights.shape.rank == logits.shape.rank - 1:
+    if weights.shape.rank is not None and logits.shape.rank is not None and weights.shape.rank == logits.shape.rank - 1:
         matches = tf.compat.v1.debugging.assert_equal(logits_shape[:-1], weights_shape, message=message, data=data)
         with tf.control_dependencies([matches]):
             return tf.expand_dims(weights, -1)
@@ -426,8 +485,14 @@ def _checked_graph_weights(weights: tf.Tensor, logits: tf.Tensor, per_logit: boo
 
 # --- losses ------------------------------------------------------------------------------------------------------
 
-def call_loss_fn(loss_fn: Callable, labels: tf.Tensor, logits: tf.Tensor, features: Mapping[str, Any] | None,
-                 expected_loss_dim: int = 1) -> tf.Tensor:
+
+def call_loss_fn(
+    loss_fn: Callable,
+    labels: tf.Tensor,
+    logits: tf.Tensor,
+    features: Mapping[str, Any] | None,
+    expected_loss_dim: int = 1,
+) -> tf.Tensor:
     """A custom `loss_fn`'s unreduced loss, checked to be `[D0, ... DN, expected_loss_dim]`.
 
     `features` is passed when loss_fn takes it (e.g. to read per-example data).
@@ -444,9 +509,11 @@ def call_loss_fn(loss_fn: Callable, labels: tf.Tensor, logits: tf.Tensor, featur
         logits_shape = tf.shape(logits, name="logits_shape")
         expected_shape = tf.concat([logits_shape[:-1], [expected_loss_dim]], axis=0, name="expected_loss_shape")
         loss_shape = tf.shape(loss, name="loss_shape")
-        matches = tf.debugging.Assert(_shapes_equal(loss_shape, expected_shape),
-                                      data=[message, "logits_shape: ", logits_shape, "loss_shape: ", loss_shape],
-                                      name="check_loss_shape")
+        matches = tf.debugging.Assert(
+            _shapes_equal(loss_shape, expected_shape),
+            data=[message, "logits_shape: ", logits_shape, "loss_shape: ", loss_shape],
+            name="check_loss_shape",
+        )
         with tf.control_dependencies([matches]):
             return tf.identity(loss)
 
@@ -458,15 +525,18 @@ def add_regularization(loss: tf.Tensor, regularization_losses: Sequence[Any] | N
     return loss + tf.math.add_n(regularization_losses)
 
 
-def reduced_training_loss(unweighted_loss: tf.Tensor, weights: Any, reduction: str,
-                          regularization_losses: Sequence[Any] | None) -> tf.Tensor:
+def reduced_training_loss(
+    unweighted_loss: tf.Tensor, weights: Any, reduction: str, regularization_losses: Sequence[Any] | None
+) -> tf.Tensor:
     """The scalar training loss: Keras 2's weighted reduction of the unreduced loss, regularization added."""
-    training_loss = tf_keras.__internal__.losses.compute_weighted_loss(unweighted_loss, sample_weight=weights,
-                                                                      reduction=reduction)
+    training_loss = tf_keras.__internal__.losses.compute_weighted_loss(
+        unweighted_loss, sample_weight=weights, reduction=reduction
+    )
     return add_regularization(training_loss, regularization_losses)
 
 
 # --- metrics -----------------------------------------------------------------------------------------------------
+
 
 def update_metric_with_broadcast_weights(eval_metric: Any, values: tf.Tensor, weights: Any) -> None:
     """Updates a Mean metric with `values`, each weighted by its example's weight."""
@@ -483,6 +553,7 @@ def update_regularization_metric(eval_metrics: dict, key: str, regularization_lo
 
 # --- classes -----------------------------------------------------------------------------------------------------
 
+
 def label_ids_from_vocabulary(labels: tf.Tensor, label_vocabulary: Sequence[str]) -> tf.Tensor:
     """int64 ids of string labels in `label_vocabulary`; -1 for a string not in it (refused by the range check).
 
@@ -490,18 +561,24 @@ def label_ids_from_vocabulary(labels: tf.Tensor, label_vocabulary: Sequence[str]
     Estimator builds one per mode); its initializer runs with the tables'.
     """
     table = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(tf.constant(list(label_vocabulary), tf.string),
-                                            tf.range(len(label_vocabulary), dtype=tf.int64)),
-        default_value=-1, name="class_id_lookup")
+        tf.lookup.KeyValueTensorInitializer(
+            tf.constant(list(label_vocabulary), tf.string), tf.range(len(label_vocabulary), dtype=tf.int64)
+        ),
+        default_value=-1,
+        name="class_id_lookup",
+    )
     return table.lookup(labels)
 
 
 def class_names_from_ids(class_ids: tf.Tensor, label_vocabulary: Sequence[str]) -> tf.Tensor:
     """The vocabulary's strings for int64 class ids ('UNK' for an id outside it)."""
     table = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(tf.range(len(label_vocabulary), dtype=tf.int64),
-                                            tf.constant(list(label_vocabulary), tf.string)),
-        default_value="UNK", name="class_string_lookup")
+        tf.lookup.KeyValueTensorInitializer(
+            tf.range(len(label_vocabulary), dtype=tf.int64), tf.constant(list(label_vocabulary), tf.string)
+        ),
+        default_value="UNK",
+        name="class_string_lookup",
+    )
     return table.lookup(class_ids)
 
 
@@ -521,13 +598,15 @@ def all_classes(logits: tf.Tensor, n_classes: Any, label_vocabulary: Sequence[st
     return tf.tile(names, [batch_size, 1])
 
 
-def classification_output(scores: tf.Tensor, n_classes: Any,
-                          label_vocabulary: Sequence[str] | None = None) -> ClassificationOutput:
+def classification_output(
+    scores: tf.Tensor, n_classes: Any, label_vocabulary: Sequence[str] | None = None
+) -> ClassificationOutput:
     """The `classification` signature: the scores and, since it needs strings, every class name."""
     return ClassificationOutput(scores=scores, classes=all_classes(scores, n_classes, label_vocabulary))
 
 
 # --- training ----------------------------------------------------------------------------------------------------
+
 
 def validate_update_ops(update_ops: Any = None) -> None:
     if update_ops is not None and not isinstance(update_ops, (list, tuple)):
@@ -547,8 +626,10 @@ _OPTIMIZER_TYPES = (tf_keras.optimizers.Optimizer, tf_keras.optimizers.legacy.Op
 def validate_v2_optimizer(optimizer: Any) -> None:
     """A Keras optimizer: Keras 2's (tf_keras, legacy or not) or Keras 3's (tf.keras.optimizers on TF >= 2.16)."""
     if not isinstance(optimizer, _OPTIMIZER_TYPES):
-        raise ValueError("The given optimizer is not a tf.keras.optimizers.Optimizer instance. Received optimizer of "
-                         f"type {type(optimizer)}")
+        raise ValueError(
+            "The given optimizer is not a tf.keras.optimizers.Optimizer instance. Received optimizer of "
+            f"type {type(optimizer)}"
+        )
 
 
 def _optimizer_train_op(optimizer: Any, loss: tf.Tensor, trainable_variables: Sequence[tf.Variable]) -> Any:
@@ -565,9 +646,14 @@ def _optimizer_train_op(optimizer: Any, loss: tf.Tensor, trainable_variables: Se
     return optimizer.get_updates(loss, list(trainable_variables))[0]
 
 
-def train_op_for(loss: tf.Tensor, optimizer: Any = None, trainable_variables: Sequence[tf.Variable] | None = None,
-                 train_op_fn: Callable[[tf.Tensor], Any] | None = None, update_ops: Sequence[Any] | None = None,
-                 loss_reduction: str = Reduction.SUM_OVER_BATCH_SIZE) -> Any:
+def train_op_for(
+    loss: tf.Tensor,
+    optimizer: Any = None,
+    trainable_variables: Sequence[tf.Variable] | None = None,
+    train_op_fn: Callable[[tf.Tensor], Any] | None = None,
+    update_ops: Sequence[Any] | None = None,
+    loss_reduction: str = Reduction.SUM_OVER_BATCH_SIZE,
+) -> Any:
     """The TRAIN spec's train op: from `optimizer` or `train_op_fn` (exactly one), `update_ops` grouped in.
 
     Built under the root name scope `training`, as Keras 2 named its optimizer
@@ -583,8 +669,8 @@ def train_op_for(loss: tf.Tensor, optimizer: Any = None, trainable_variables: Se
             replicas = tf.distribute.get_strategy().num_replicas_in_sync
             if loss_reduction == Reduction.SUM_OVER_BATCH_SIZE and replicas > 1:
                 # each replica's gradient is summed across replicas: scale to the global batch's mean
-                loss *= 1. / replicas
-            train_op = _optimizer_train_op(optimizer, loss, trainable_variables)
+                loss *= 1.0 / replicas
+            train_op = _optimizer_train_op(optimizer, loss, trainable_variables or [])
         elif train_op_fn is not None:
             train_op = train_op_fn(loss)
         else:
@@ -594,8 +680,11 @@ def train_op_for(loss: tf.Tensor, optimizer: Any = None, trainable_variables: Se
         return train_op
 
 
-def add_loss_summaries(loss: tf.Tensor, regularization_losses: Sequence[Any] | None = None,
-                       summary_key_fn: Callable[[str], str] | None = None) -> None:
+def add_loss_summaries(
+    loss: tf.Tensor,
+    regularization_losses: Sequence[Any] | None = None,
+    summary_key_fn: Callable[[str], str] | None = None,
+) -> None:
     """Scalar summaries of the training loss (`loss[/name]`) and regularization loss, tagged at the root scope."""
     key = summary_key_fn or (lambda k: k)
     with tf.compat.v1.name_scope(""):
@@ -605,12 +694,38 @@ def add_loss_summaries(loss: tf.Tensor, regularization_losses: Sequence[Any] | N
 
 
 __all__ = [
-    "CLASSIFY_SERVING_KEY", "DEFAULT_SERVING_KEY", "Head", "PREDICT_SERVING_KEY", "REGRESS_SERVING_KEY",
-    "SingleHead", "add_loss_summaries", "add_regularization", "all_class_ids", "all_classes", "call_loss_fn",
-    "check_dense_labels_match_logits_and_reshape", "check_label_range", "check_logits_final_dim",
-    "check_prediction_keys", "class_names_from_ids", "classification_output", "dense_labels", "fn_args",
-    "get_weights_and_check_match_logits", "label_ids_from_vocabulary", "reduced_training_loss", "requested_keys",
-    "suffixed", "train_op_for", "update_metric_with_broadcast_weights", "update_regularization_metric",
-    "validate_label_vocabulary", "validate_loss_fn_args", "validate_loss_reduction", "validate_n_classes",
-    "validate_trainable_variables", "validate_update_ops", "validate_v2_optimizer",
+    "CLASSIFY_SERVING_KEY",
+    "DEFAULT_SERVING_KEY",
+    "Head",
+    "PREDICT_SERVING_KEY",
+    "REGRESS_SERVING_KEY",
+    "SingleHead",
+    "add_loss_summaries",
+    "add_regularization",
+    "all_class_ids",
+    "all_classes",
+    "call_loss_fn",
+    "check_dense_labels_match_logits_and_reshape",
+    "check_label_range",
+    "check_logits_final_dim",
+    "check_prediction_keys",
+    "class_names_from_ids",
+    "classification_output",
+    "dense_labels",
+    "fn_args",
+    "get_weights_and_check_match_logits",
+    "label_ids_from_vocabulary",
+    "reduced_training_loss",
+    "requested_keys",
+    "suffixed",
+    "train_op_for",
+    "update_metric_with_broadcast_weights",
+    "update_regularization_metric",
+    "validate_label_vocabulary",
+    "validate_loss_fn_args",
+    "validate_loss_reduction",
+    "validate_n_classes",
+    "validate_trainable_variables",
+    "validate_update_ops",
+    "validate_v2_optimizer",
 ]

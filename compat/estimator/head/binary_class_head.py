@@ -7,7 +7,8 @@ predicted when it is positive (probability above 0.5).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 import tf_keras
@@ -17,9 +18,15 @@ from compat.estimator.canned.prediction_keys import PredictionKeys
 from compat.estimator.export.export_output import PredictOutput, RegressionOutput
 from compat.estimator.head import base_head
 
-_VALID_KEYS = (PredictionKeys.LOGITS, PredictionKeys.LOGISTIC, PredictionKeys.PROBABILITIES,
-               PredictionKeys.CLASS_IDS, PredictionKeys.CLASSES, PredictionKeys.ALL_CLASS_IDS,
-               PredictionKeys.ALL_CLASSES)
+_VALID_KEYS = (
+    PredictionKeys.LOGITS,
+    PredictionKeys.LOGISTIC,
+    PredictionKeys.PROBABILITIES,
+    PredictionKeys.CLASS_IDS,
+    PredictionKeys.CLASSES,
+    PredictionKeys.ALL_CLASS_IDS,
+    PredictionKeys.ALL_CLASSES,
+)
 
 
 class _AccuracyBaseline(tf_keras.metrics.Metric):
@@ -35,7 +42,7 @@ class _AccuracyBaseline(tf_keras.metrics.Metric):
 
     def update_state(self, *args: Any, **kwargs: Any) -> tf.Tensor:
         # the label mean metric holds the state; a tensor is returned so that graph mode records an update op
-        return tf.constant(0.)
+        return tf.constant(0.0)
 
     def result(self) -> tf.Tensor:
         total, count = self._label_mean.total, self._label_mean.count
@@ -66,14 +73,20 @@ class BinaryClassHead(base_head.SingleHead):
         keys, and MultiHead keys its logits and labels by it.
     """
 
-    def __init__(self, weight_column: Any = None, thresholds: Sequence[float] | None = None,
-                 label_vocabulary: Sequence[str] | None = None,
-                 loss_reduction: str = base_head.Reduction.SUM_OVER_BATCH_SIZE, loss_fn: Callable | None = None,
-                 name: str | None = None):
-        base_head.validate_label_vocabulary(label_vocabulary,
-                                            "label_vocabulary should be a list or a tuple. Given type: {}")
+    def __init__(
+        self,
+        weight_column: Any = None,
+        thresholds: Sequence[float] | None = None,
+        label_vocabulary: Sequence[str] | None = None,
+        loss_reduction: str = base_head.Reduction.SUM_OVER_BATCH_SIZE,
+        loss_fn: Callable | None = None,
+        name: str | None = None,
+    ):
+        base_head.validate_label_vocabulary(
+            label_vocabulary, "label_vocabulary should be a list or a tuple. Given type: {}"
+        )
         thresholds = tuple(thresholds) if thresholds else ()
-        if any(not 0. < threshold < 1. for threshold in thresholds):
+        if any(not 0.0 < threshold < 1.0 for threshold in thresholds):
             raise ValueError(f"thresholds not in (0, 1): {(thresholds,)}.")
         base_head.validate_loss_reduction(loss_reduction)
         if loss_fn:
@@ -112,16 +125,23 @@ class BinaryClassHead(base_head.SingleHead):
         weights = base_head.get_weights_and_check_match_logits(features, self._weight_column, logits)
         return unweighted_loss, weights
 
-    def loss(self, labels: Any, logits: Any, features: Any = None, mode: str | None = None,
-             regularization_losses: Sequence[Any] | None = None) -> tf.Tensor:
+    def loss(
+        self,
+        labels: Any,
+        logits: Any,
+        features: Any = None,
+        mode: str | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> tf.Tensor:
         """The weighted cross-entropy reduced by `loss_reduction`, plus the regularization losses."""
         del mode  # the same loss in every mode
         with tf.name_scope("losses"):
             logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
             labels = self._labels(logits, labels)
             unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
-            return base_head.reduced_training_loss(unweighted_loss, weights, self._loss_reduction,
-                                                   regularization_losses)
+            return base_head.reduced_training_loss(
+                unweighted_loss, weights, self._loss_reduction, regularization_losses
+            )
 
     def predictions(self, logits: Any, keys: Sequence[str] | None = None) -> dict:
         """logits and logistic float32 `[D0, ... DN, 1]`; probabilities `[..., 2]`; class_ids int64 and classes
@@ -137,11 +157,13 @@ class BinaryClassHead(base_head.SingleHead):
             # class 0's logit is 0: the softmax of [0, x] is [1 - sigmoid(x), sigmoid(x)]
             two_class_logits = tf.concat([tf.zeros_like(logits), logits], axis=-1, name="two_class_logits")
             if PredictionKeys.PROBABILITIES in keys:
-                predictions[PredictionKeys.PROBABILITIES] = tf.nn.softmax(two_class_logits,
-                                                                          name=PredictionKeys.PROBABILITIES)
+                predictions[PredictionKeys.PROBABILITIES] = tf.nn.softmax(
+                    two_class_logits, name=PredictionKeys.PROBABILITIES
+                )
             if PredictionKeys.CLASS_IDS in keys or PredictionKeys.CLASSES in keys:
-                class_ids = tf.expand_dims(tf.math.argmax(two_class_logits, axis=-1, name=PredictionKeys.CLASS_IDS),
-                                           axis=-1)
+                class_ids = tf.expand_dims(
+                    tf.math.argmax(two_class_logits, axis=-1, name=PredictionKeys.CLASS_IDS), axis=-1
+                )
                 if PredictionKeys.CLASS_IDS in keys:
                     predictions[PredictionKeys.CLASS_IDS] = class_ids
                 if PredictionKeys.CLASSES in keys:
@@ -182,15 +204,24 @@ class BinaryClassHead(base_head.SingleHead):
             if regularization_losses is not None:
                 eval_metrics[key(keys.LOSS_REGULARIZATION)] = tf_keras.metrics.Mean(name=keys.LOSS_REGULARIZATION)
             for threshold, accuracy, precision, recall in zip(
-                    self._thresholds, self._threshold_keys(keys.ACCURACY_AT_THRESHOLD),
-                    self._threshold_keys(keys.PRECISION_AT_THRESHOLD), self._threshold_keys(keys.RECALL_AT_THRESHOLD)):
+                self._thresholds,
+                self._threshold_keys(keys.ACCURACY_AT_THRESHOLD),
+                self._threshold_keys(keys.PRECISION_AT_THRESHOLD),
+                self._threshold_keys(keys.RECALL_AT_THRESHOLD),
+            ):
                 eval_metrics[accuracy] = tf_keras.metrics.BinaryAccuracy(name=accuracy, threshold=threshold)
                 eval_metrics[precision] = tf_keras.metrics.Precision(name=precision, thresholds=threshold)
                 eval_metrics[recall] = tf_keras.metrics.Recall(name=recall, thresholds=threshold)
         return eval_metrics
 
-    def update_metrics(self, eval_metrics: dict, features: Any, logits: Any, labels: Any,
-                       regularization_losses: Sequence[Any] | None = None) -> dict:
+    def update_metrics(
+        self,
+        eval_metrics: dict,
+        features: Any,
+        logits: Any,
+        labels: Any,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> dict:
         """Updates the metrics of `metrics()` with one batch; class ids for accuracy, precision and recall, the
         logistic for the means, AUCs and threshold metrics, all weighted by the example weights."""
         keys, key = MetricKeys, self.metric_key
@@ -209,17 +240,20 @@ class BinaryClassHead(base_head.SingleHead):
         for name in (keys.AUC, keys.AUC_PR):
             eval_metrics[key(name)].update_state(y_true=labels, y_pred=logistic, sample_weight=auc_weights)
         base_head.update_regularization_metric(eval_metrics, key(keys.LOSS_REGULARIZATION), regularization_losses)
-        for names in zip(self._threshold_keys(keys.ACCURACY_AT_THRESHOLD),
-                         self._threshold_keys(keys.PRECISION_AT_THRESHOLD),
-                         self._threshold_keys(keys.RECALL_AT_THRESHOLD)):
+        for names in zip(
+            self._threshold_keys(keys.ACCURACY_AT_THRESHOLD),
+            self._threshold_keys(keys.PRECISION_AT_THRESHOLD),
+            self._threshold_keys(keys.RECALL_AT_THRESHOLD),
+        ):
             for name in names:
                 eval_metrics[name].update_state(y_true=labels, y_pred=logistic, sample_weight=weights)
         return eval_metrics
 
     def export_outputs(self, predictions: dict) -> dict:
         """serving_default and classification: scores and class names; regression: the logistic; predict: all."""
-        classifier = base_head.classification_output(predictions[PredictionKeys.PROBABILITIES], 2,
-                                                     self._label_vocabulary)
+        classifier = base_head.classification_output(
+            predictions[PredictionKeys.PROBABILITIES], 2, self._label_vocabulary
+        )
         return {
             base_head.DEFAULT_SERVING_KEY: classifier,
             base_head.CLASSIFY_SERVING_KEY: classifier,

@@ -7,7 +7,8 @@ TF 2.15).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 import tf_keras
@@ -17,8 +18,14 @@ from compat.estimator.canned.prediction_keys import PredictionKeys
 from compat.estimator.export.export_output import PredictOutput
 from compat.estimator.head import base_head
 
-_VALID_KEYS = (PredictionKeys.LOGITS, PredictionKeys.PROBABILITIES, PredictionKeys.CLASS_IDS, PredictionKeys.CLASSES,
-               PredictionKeys.ALL_CLASS_IDS, PredictionKeys.ALL_CLASSES)
+_VALID_KEYS = (
+    PredictionKeys.LOGITS,
+    PredictionKeys.PROBABILITIES,
+    PredictionKeys.CLASS_IDS,
+    PredictionKeys.CLASSES,
+    PredictionKeys.ALL_CLASS_IDS,
+    PredictionKeys.ALL_CLASSES,
+)
 
 
 class MultiClassHead(base_head.SingleHead):
@@ -40,17 +47,26 @@ class MultiClassHead(base_head.SingleHead):
       name: the head's name: `/<name>` is appended to its metric and summary keys.
     """
 
-    def __init__(self, n_classes: Any, weight_column: Any = None, label_vocabulary: Sequence[str] | None = None,
-                 loss_reduction: str = base_head.Reduction.SUM_OVER_BATCH_SIZE, loss_fn: Callable | None = None,
-                 name: str | None = None):
+    def __init__(
+        self,
+        n_classes: Any,
+        weight_column: Any = None,
+        label_vocabulary: Sequence[str] | None = None,
+        loss_reduction: str = base_head.Reduction.SUM_OVER_BATCH_SIZE,
+        loss_fn: Callable | None = None,
+        name: str | None = None,
+    ):
         if n_classes is None:
             raise ValueError("n_classes cannot be None")
-        base_head.validate_label_vocabulary(label_vocabulary,
-                                            "label_vocabulary should be a list or a tuple. Given type: {}")
+        base_head.validate_label_vocabulary(
+            label_vocabulary, "label_vocabulary should be a list or a tuple. Given type: {}"
+        )
         if label_vocabulary is not None and len(label_vocabulary) != n_classes:
-            raise ValueError(f'"label_vocabulary" does not have "n_classes" items. '
-                             f"len(label_vocabulary)={len(label_vocabulary)}, n_classes={n_classes}, "
-                             f"label_vocabulary={label_vocabulary}")
+            raise ValueError(
+                f'"label_vocabulary" does not have "n_classes" items. '
+                f"len(label_vocabulary)={len(label_vocabulary)}, n_classes={n_classes}, "
+                f"label_vocabulary={label_vocabulary}"
+            )
         base_head.validate_loss_reduction(loss_reduction)
         if loss_fn:
             base_head.validate_loss_fn_args(loss_fn)
@@ -90,21 +106,32 @@ class MultiClassHead(base_head.SingleHead):
         if self._loss_fn:
             unweighted_loss = base_head.call_loss_fn(self._loss_fn, label_ids, logits, features, expected_loss_dim=1)
         else:
-            unweighted_loss = tf.expand_dims(tf.compat.v1.losses.sparse_softmax_cross_entropy(
-                labels=label_ids, logits=logits, reduction=tf.compat.v1.losses.Reduction.NONE), axis=-1)
+            unweighted_loss = tf.expand_dims(
+                tf.compat.v1.losses.sparse_softmax_cross_entropy(
+                    labels=label_ids, logits=logits, reduction=tf.compat.v1.losses.Reduction.NONE
+                ),
+                axis=-1,
+            )
         weights = base_head.get_weights_and_check_match_logits(features, self._weight_column, logits)
         return unweighted_loss, weights
 
-    def loss(self, labels: Any, logits: Any, features: Any = None, mode: str | None = None,
-             regularization_losses: Sequence[Any] | None = None) -> tf.Tensor:
+    def loss(
+        self,
+        labels: Any,
+        logits: Any,
+        features: Any = None,
+        mode: str | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> tf.Tensor:
         """The weighted cross-entropy reduced by `loss_reduction`, plus the regularization losses."""
         del mode  # the same loss in every mode
         with tf.name_scope("losses"):
             logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
             label_ids = self._label_ids(logits, labels)
             unweighted_loss, weights = self._unweighted_loss_and_weights(logits, label_ids, features)
-            return base_head.reduced_training_loss(unweighted_loss, weights, self._loss_reduction,
-                                                   regularization_losses)
+            return base_head.reduced_training_loss(
+                unweighted_loss, weights, self._loss_reduction, regularization_losses
+            )
 
     def predictions(self, logits: Any, keys: Sequence[str] | None = None) -> dict:
         """logits and probabilities float32 `[D0, ... DN, n_classes]`; class_ids int64 and classes strings
@@ -126,8 +153,9 @@ class MultiClassHead(base_head.SingleHead):
             if PredictionKeys.ALL_CLASS_IDS in keys:
                 predictions[PredictionKeys.ALL_CLASS_IDS] = base_head.all_class_ids(logits, self._n_classes)
             if PredictionKeys.ALL_CLASSES in keys:
-                predictions[PredictionKeys.ALL_CLASSES] = base_head.all_classes(logits, self._n_classes,
-                                                                                self._label_vocabulary)
+                predictions[PredictionKeys.ALL_CLASSES] = base_head.all_classes(
+                    logits, self._n_classes, self._label_vocabulary
+                )
         return predictions
 
     def _class_names(self, class_ids: tf.Tensor) -> tf.Tensor:
@@ -146,8 +174,14 @@ class MultiClassHead(base_head.SingleHead):
             eval_metrics[key(keys.ACCURACY)] = tf_keras.metrics.Accuracy(name=keys.ACCURACY)
         return eval_metrics
 
-    def update_metrics(self, eval_metrics: dict, features: Any, logits: Any, labels: Any,
-                       regularization_losses: Sequence[Any] | None = None) -> dict:
+    def update_metrics(
+        self,
+        eval_metrics: dict,
+        features: Any,
+        logits: Any,
+        labels: Any,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> dict:
         """Updates the metrics of `metrics()` with one batch, weighted by the example weights."""
         keys, key = MetricKeys, self.metric_key
         class_ids = self.predictions(logits, [PredictionKeys.CLASS_IDS])[PredictionKeys.CLASS_IDS]
@@ -161,8 +195,9 @@ class MultiClassHead(base_head.SingleHead):
 
     def export_outputs(self, predictions: dict) -> dict:
         """serving_default and classification: scores and class names; predict: all predictions."""
-        classifier = base_head.classification_output(predictions[PredictionKeys.PROBABILITIES], self._n_classes,
-                                                     self._label_vocabulary)
+        classifier = base_head.classification_output(
+            predictions[PredictionKeys.PROBABILITIES], self._n_classes, self._label_vocabulary
+        )
         return {
             base_head.DEFAULT_SERVING_KEY: classifier,
             base_head.CLASSIFY_SERVING_KEY: classifier,

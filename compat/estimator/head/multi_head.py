@@ -9,7 +9,8 @@ the heads' own, metrics keyed `<key>/<head name>` and predictions
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 import tf_keras
@@ -31,9 +32,11 @@ def _default_export_output(export_outputs: dict, head_name: str) -> Any:
     if len(export_outputs) == 1:
         return next(iter(export_outputs.values()))
     if base_head.DEFAULT_SERVING_KEY not in export_outputs:
-        raise ValueError(f"{head_name} did not specify default export_outputs. Given: {export_outputs} Suggested fix: "
-                         f"Use one of the heads in tf.estimator, or include key {base_head.DEFAULT_SERVING_KEY} in "
-                         "export_outputs.")
+        raise ValueError(
+            f"{head_name} did not specify default export_outputs. Given: {export_outputs} Suggested fix: "
+            f"Use one of the heads in tf.estimator, or include key {base_head.DEFAULT_SERVING_KEY} in "
+            "export_outputs."
+        )
     return export_outputs[base_head.DEFAULT_SERVING_KEY]
 
 
@@ -56,8 +59,10 @@ class MultiHead(base_head.Head):
         if not heads:
             raise ValueError(f"Must specify heads. Given: {heads}")
         if head_weights and len(head_weights) != len(heads):
-            raise ValueError(f"heads and head_weights must have the same size. Given len(heads): {len(heads)}. "
-                             f"Given len(head_weights): {len(head_weights)}.")
+            raise ValueError(
+                f"heads and head_weights must have the same size. Given len(heads): {len(heads)}. "
+                f"Given len(head_weights): {len(head_weights)}."
+            )
         for head in heads:
             if head.name is None:
                 raise ValueError(f"All given heads must have name specified. Given: {head}")
@@ -93,9 +98,11 @@ class MultiHead(base_head.Head):
             dimensions = [head.logits_dimension for head in self._heads]
             shape = logits.shape.as_list() if logits.shape.rank is not None else [None]
             if shape[-1] is not None and shape[-1] != sum(dimensions):
-                raise ValueError(f"Could not split logits of shape {shape!r} among the heads with individual logits "
-                                 f"dimensions: {dimensions!r}. The last dimension of the logits tensor should equal "
-                                 f"{sum(dimensions)} but is {shape[-1]}.")
+                raise ValueError(
+                    f"Could not split logits of shape {shape!r} among the heads with individual logits "
+                    f"dimensions: {dimensions!r}. The last dimension of the logits tensor should equal "
+                    f"{sum(dimensions)} but is {shape[-1]}."
+                )
             pieces = tf.split(logits, dimensions, axis=-1)
             return {head.name: piece for head, piece in zip(self._heads, pieces)}
 
@@ -117,12 +124,19 @@ class MultiHead(base_head.Head):
                 raise ValueError(f"labels has missing values for head(s): {missing}")
         return logits_dict
 
-    def loss(self, labels: dict, logits: Any, features: Any = None, mode: str | None = None,
-             regularization_losses: Sequence[Any] | None = None) -> tf.Tensor:
+    def loss(
+        self,
+        labels: dict,
+        logits: Any,
+        features: Any = None,
+        mode: str | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> tf.Tensor:
         """The sum of the heads' training losses, each times its head weight, plus the regularization losses."""
         logits_dict = self._logits_dict(logits, labels)
-        losses = [head.loss(labels[head.name], logits_dict[head.name], features=features, mode=mode)
-                  for head in self._heads]
+        losses = [
+            head.loss(labels[head.name], logits_dict[head.name], features=features, mode=mode) for head in self._heads
+        ]
         with tf.name_scope("merge_losses"):
             if self._head_weights:
                 losses = [tf.math.multiply(loss, weight) for loss, weight in zip(losses, self._head_weights)]
@@ -151,50 +165,84 @@ class MultiHead(base_head.Head):
                 eval_metrics[self._loss_key(head)] = tf_keras.metrics.Mean(name=self._loss_key(head))
         return eval_metrics
 
-    def update_metrics(self, eval_metrics: dict, features: Any, logits: Any, labels: dict,
-                       regularization_losses: Sequence[Any] | None = None) -> dict:
+    def update_metrics(
+        self,
+        eval_metrics: dict,
+        features: Any,
+        logits: Any,
+        labels: dict,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> dict:
         """Updates `eval_metrics` and adds each head's metrics, updated with its logits and labels."""
         logits_dict = self._logits_dict(logits, labels)
         base_head.update_regularization_metric(
-            eval_metrics, base_head.suffixed(MetricKeys.LOSS_REGULARIZATION, self.name), regularization_losses)
+            eval_metrics, base_head.suffixed(MetricKeys.LOSS_REGULARIZATION, self.name), regularization_losses
+        )
         for head in self._heads:
             head_logits, head_labels = logits_dict[head.name], labels[head.name]
             eval_metrics[self._loss_key(head)].update_state(
-                values=head.loss(head_labels, head_logits, features=features))
+                values=head.loss(head_labels, head_logits, features=features)
+            )
             updated = head.update_metrics(head.metrics(), features, head_logits, head_labels)
             eval_metrics.update(updated or {})
         return eval_metrics
 
-    def create_estimator_spec(self, features: Any, mode: str, logits: Any, labels: dict | None = None,
-                              optimizer: Any = None, trainable_variables: Sequence[tf.Variable] | None = None,
-                              train_op_fn: Callable[[tf.Tensor], Any] | None = None,
-                              update_ops: Sequence[Any] | None = None,
-                              regularization_losses: Sequence[Any] | None = None) -> EstimatorSpec:
+    def create_estimator_spec(
+        self,
+        features: Any,
+        mode: str,
+        logits: Any,
+        labels: dict | None = None,
+        optimizer: Any = None,
+        trainable_variables: Sequence[tf.Variable] | None = None,
+        train_op_fn: Callable[[tf.Tensor], Any] | None = None,
+        update_ops: Sequence[Any] | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> EstimatorSpec:
         """The EstimatorSpec for `mode`, from the heads' specs; `regularization_losses` regularize the merged loss.
 
         TRAIN takes `optimizer` or `train_op_fn` (exactly one), as the single heads do.
         """
         with tf.compat.v1.name_scope(self.name, "multi_head"):
             logits_dict = self._logits_dict(logits, labels)
-            head_specs = [head.create_estimator_spec(features=features, mode=mode, logits=logits_dict[head.name],
-                                                     labels=labels[head.name] if labels else None,
-                                                     train_op_fn=_no_op_train_op)
-                          for head in self._heads]
+            head_specs = [
+                head.create_estimator_spec(
+                    features=features,
+                    mode=mode,
+                    logits=logits_dict[head.name],
+                    labels=labels[head.name] if labels else None,
+                    train_op_fn=_no_op_train_op,
+                )
+                for head in self._heads
+            ]
             predictions = self.predictions(logits)
             if mode == ModeKeys.PREDICT:
-                return EstimatorSpec(mode=ModeKeys.PREDICT, predictions=predictions,
-                                     export_outputs=self._merged_export_outputs(head_specs))
+                return EstimatorSpec(
+                    mode=ModeKeys.PREDICT,
+                    predictions=predictions,
+                    export_outputs=self._merged_export_outputs(head_specs),
+                )
             loss = self.loss(labels, logits, features, mode, regularization_losses)
             if mode == ModeKeys.EVAL:
-                eval_metrics = self.update_metrics(self.metrics(regularization_losses=regularization_losses),
-                                                   features, logits, labels,
-                                                   regularization_losses=regularization_losses)
-                return EstimatorSpec(mode=ModeKeys.EVAL, predictions=predictions, loss=loss,
-                                     eval_metric_ops=eval_metrics)
+                eval_metrics = self.update_metrics(
+                    self.metrics(regularization_losses=regularization_losses),
+                    features,
+                    logits,
+                    labels,
+                    regularization_losses=regularization_losses,
+                )
+                return EstimatorSpec(
+                    mode=ModeKeys.EVAL, predictions=predictions, loss=loss, eval_metric_ops=eval_metrics
+                )
             if mode == ModeKeys.TRAIN:
-                train_op = base_head.train_op_for(loss, optimizer=optimizer, trainable_variables=trainable_variables,
-                                                  train_op_fn=train_op_fn, update_ops=update_ops,
-                                                  loss_reduction=self.loss_reduction)
+                train_op = base_head.train_op_for(
+                    loss,
+                    optimizer=optimizer,
+                    trainable_variables=trainable_variables,
+                    train_op_fn=train_op_fn,
+                    update_ops=update_ops,
+                    loss_reduction=self.loss_reduction,
+                )
                 base_head.add_loss_summaries(loss, regularization_losses)
                 return EstimatorSpec(mode=ModeKeys.TRAIN, loss=loss, train_op=train_op, predictions=predictions)
             raise ValueError(f"mode={mode} unrecognized")
@@ -202,8 +250,9 @@ class MultiHead(base_head.Head):
     def _merged_export_outputs(self, head_specs: Sequence[EstimatorSpec]) -> dict:
         """serving_default (the first head's default), each head's signatures under `<name>` (its default) and
         `<name>/<signature>`, and `predict` with the heads' PredictOutputs merged as `<name>/<key>`."""
-        export_outputs = {base_head.DEFAULT_SERVING_KEY: _default_export_output(head_specs[0].export_outputs,
-                                                                                self._heads[0].name)}
+        export_outputs = {
+            base_head.DEFAULT_SERVING_KEY: _default_export_output(head_specs[0].export_outputs, self._heads[0].name)
+        }
         merged_predictions = {}
         for head, spec in zip(self._heads, head_specs):
             for signature, output in spec.export_outputs.items():

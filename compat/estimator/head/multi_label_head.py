@@ -7,7 +7,8 @@ one row per example, e.g. from a variable-length feature.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 import tf_keras
@@ -31,8 +32,9 @@ def _class_ids(classes: Sequence[Any] | None, n_classes: int, label_vocabulary: 
         return tuple(label_vocabulary.index(name) for name in classes)
     for class_id in classes:
         if not 0 <= class_id < n_classes:
-            raise ValueError(f"All classes_for_class_based_metrics must be in range [0, {n_classes - 1}]. "
-                             f"Given: {class_id}")
+            raise ValueError(
+                f"All classes_for_class_based_metrics must be in range [0, {n_classes - 1}]. Given: {class_id}"
+            )
     return classes
 
 
@@ -57,21 +59,30 @@ class MultiLabelHead(base_head.SingleHead):
       name: the head's name: `/<name>` is appended to its metric and summary keys.
     """
 
-    def __init__(self, n_classes: int, weight_column: Any = None, thresholds: Sequence[float] | None = None,
-                 label_vocabulary: Sequence[str] | None = None,
-                 loss_reduction: str = base_head.Reduction.SUM_OVER_BATCH_SIZE, loss_fn: Callable | None = None,
-                 classes_for_class_based_metrics: Sequence[Any] | None = None, name: str | None = None):
+    def __init__(
+        self,
+        n_classes: int,
+        weight_column: Any = None,
+        thresholds: Sequence[float] | None = None,
+        label_vocabulary: Sequence[str] | None = None,
+        loss_reduction: str = base_head.Reduction.SUM_OVER_BATCH_SIZE,
+        loss_fn: Callable | None = None,
+        classes_for_class_based_metrics: Sequence[Any] | None = None,
+        name: str | None = None,
+    ):
         if n_classes is None or n_classes < 2:
             raise ValueError(f"n_classes must be > 1 for multi-label classification. Given: {n_classes}")
         thresholds = tuple(thresholds) if thresholds else ()
         for threshold in thresholds:
-            if not 0. < threshold < 1.:
+            if not 0.0 < threshold < 1.0:
                 raise ValueError(f"thresholds must be in (0, 1) range. Given: {threshold}")
-        base_head.validate_label_vocabulary(label_vocabulary, "label_vocabulary must be a list or tuple. "
-                                                              "Given type: {}")
+        base_head.validate_label_vocabulary(
+            label_vocabulary, "label_vocabulary must be a list or tuple. Given type: {}"
+        )
         if label_vocabulary is not None and len(label_vocabulary) != n_classes:
-            raise ValueError(f"Length of label_vocabulary must be n_classes ({n_classes}). "
-                             f"Given: {len(label_vocabulary)}")
+            raise ValueError(
+                f"Length of label_vocabulary must be n_classes ({n_classes}). Given: {len(label_vocabulary)}"
+            )
         if loss_fn:
             base_head.validate_loss_fn_args(loss_fn)
         base_head.validate_loss_reduction(loss_reduction)
@@ -81,8 +92,7 @@ class MultiLabelHead(base_head.SingleHead):
         self._label_vocabulary = label_vocabulary
         self._loss_reduction = loss_reduction
         self._loss_fn = loss_fn
-        self._classes_for_class_based_metrics = _class_ids(classes_for_class_based_metrics, n_classes,
-                                                           label_vocabulary)
+        self._classes_for_class_based_metrics = _class_ids(classes_for_class_based_metrics, n_classes, label_vocabulary)
         self._name = name
 
     @property
@@ -101,13 +111,16 @@ class MultiLabelHead(base_head.SingleHead):
         """Multi-hot `[D0, ... DN, n_classes]` from a SparseTensor of class ids or vocabulary strings."""
         if labels.dtype == tf.string:
             ids = base_head.label_ids_from_vocabulary(labels.values, self._label_vocabulary)
-            return tf.sparse.to_indicator(tf.sparse.SparseTensor(labels.indices, ids, labels.dense_shape),
-                                          self._n_classes)
+            return tf.sparse.to_indicator(
+                tf.sparse.SparseTensor(labels.indices, ids, labels.dense_shape), self._n_classes
+            )
         if not labels.values.dtype.is_integer:
             raise ValueError(f"Labels dtype should be integer. Instead got {labels.values.dtype}.")
         checked = base_head.check_label_range(
-            labels.values, self._n_classes,
-            message=f"labels must be an integer SparseTensor with values in [0, {self._n_classes})")
+            labels.values,
+            self._n_classes,
+            message=f"labels must be an integer SparseTensor with values in [0, {self._n_classes})",
+        )
         if tf.executing_eagerly():
             return tf.sparse.to_indicator(labels, self._n_classes)
         with tf.control_dependencies([checked]):
@@ -122,7 +135,8 @@ class MultiLabelHead(base_head.SingleHead):
             indicator = tf.cast(self._sparse_indicator(labels), tf.int64)
         else:
             indicator = base_head.check_label_range(
-                labels, 2, message="labels must be an integer indicator Tensor with values in [0, 1]")
+                labels, 2, message="labels must be an integer indicator Tensor with values in [0, 1]"
+            )
         return base_head.check_dense_labels_match_logits_and_reshape(indicator, logits, self.logits_dimension)
 
     def _unweighted_loss_and_weights(self, logits: tf.Tensor, labels: tf.Tensor, features: Any) -> tuple:
@@ -130,13 +144,20 @@ class MultiLabelHead(base_head.SingleHead):
             unweighted_loss = base_head.call_loss_fn(self._loss_fn, labels, logits, features, expected_loss_dim=1)
         else:
             per_class = tf.compat.v1.losses.sigmoid_cross_entropy(
-                multi_class_labels=labels, logits=logits, reduction=tf.compat.v1.losses.Reduction.NONE)
+                multi_class_labels=labels, logits=logits, reduction=tf.compat.v1.losses.Reduction.NONE
+            )
             unweighted_loss = tf.reduce_mean(per_class, axis=-1, keepdims=True)
         weights = base_head.get_weights_and_check_match_logits(features, self._weight_column, logits)
         return unweighted_loss, weights
 
-    def loss(self, labels: Any, logits: Any, features: Any = None, mode: str | None = None,
-             regularization_losses: Sequence[Any] | None = None) -> tf.Tensor:
+    def loss(
+        self,
+        labels: Any,
+        logits: Any,
+        features: Any = None,
+        mode: str | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> tf.Tensor:
         """The class-averaged cross-entropy, weighted and reduced by `loss_reduction`, plus the regularization
         losses."""
         del mode  # the same loss in every mode
@@ -144,8 +165,9 @@ class MultiLabelHead(base_head.SingleHead):
             logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
             labels = self._labels(logits, labels)
             unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
-            return base_head.reduced_training_loss(unweighted_loss, weights, self._loss_reduction,
-                                                   regularization_losses)
+            return base_head.reduced_training_loss(
+                unweighted_loss, weights, self._loss_reduction, regularization_losses
+            )
 
     def predictions(self, logits: Any, keys: Sequence[str] | None = None) -> dict:
         """logits and probabilities (a sigmoid each) float32 `[D0, ... DN, n_classes]`; classes: every class
@@ -159,8 +181,9 @@ class MultiLabelHead(base_head.SingleHead):
             if PredictionKeys.PROBABILITIES in keys:
                 predictions[PredictionKeys.PROBABILITIES] = tf.math.sigmoid(logits, name=PredictionKeys.PROBABILITIES)
             if PredictionKeys.CLASSES in keys:
-                predictions[PredictionKeys.CLASSES] = base_head.all_classes(logits, self._n_classes,
-                                                                            self._label_vocabulary)
+                predictions[PredictionKeys.CLASSES] = base_head.all_classes(
+                    logits, self._n_classes, self._label_vocabulary
+                )
         return predictions
 
     def _threshold_keys(self, template: str) -> list:
@@ -171,16 +194,21 @@ class MultiLabelHead(base_head.SingleHead):
         if self._label_vocabulary is None:
             keys = [id_template % class_id for class_id in self._classes_for_class_based_metrics]
         else:
-            keys = [name_template % self._label_vocabulary[class_id]
-                    for class_id in self._classes_for_class_based_metrics]
+            keys = [
+                name_template % self._label_vocabulary[class_id] for class_id in self._classes_for_class_based_metrics
+            ]
         return [self.metric_key(key) for key in keys]
 
     def _per_class_keys(self) -> list:
         """(probability mean, AUC, PR AUC) keys of each class of `classes_for_class_based_metrics`."""
         keys = MetricKeys
-        return list(zip(self._class_keys(keys.PROBABILITY_MEAN_AT_CLASS, keys.PROBABILITY_MEAN_AT_NAME),
-                        self._class_keys(keys.AUC_AT_CLASS, keys.AUC_AT_NAME),
-                        self._class_keys(keys.AUC_PR_AT_CLASS, keys.AUC_PR_AT_NAME)))
+        return list(
+            zip(
+                self._class_keys(keys.PROBABILITY_MEAN_AT_CLASS, keys.PROBABILITY_MEAN_AT_NAME),
+                self._class_keys(keys.AUC_AT_CLASS, keys.AUC_AT_NAME),
+                self._class_keys(keys.AUC_PR_AT_CLASS, keys.AUC_PR_AT_NAME),
+            )
+        )
 
     def metrics(self, regularization_losses: Sequence[Any] | None = None) -> dict:
         """average_loss, auc, auc_precision_recall (`/<name>`-suffixed), regularization_loss when there are
@@ -196,8 +224,11 @@ class MultiLabelHead(base_head.SingleHead):
             if regularization_losses is not None:
                 eval_metrics[key(keys.LOSS_REGULARIZATION)] = tf_keras.metrics.Mean(name=keys.LOSS_REGULARIZATION)
             for threshold, accuracy, precision, recall in zip(
-                    self._thresholds, self._threshold_keys(keys.ACCURACY_AT_THRESHOLD),
-                    self._threshold_keys(keys.PRECISION_AT_THRESHOLD), self._threshold_keys(keys.RECALL_AT_THRESHOLD)):
+                self._thresholds,
+                self._threshold_keys(keys.ACCURACY_AT_THRESHOLD),
+                self._threshold_keys(keys.PRECISION_AT_THRESHOLD),
+                self._threshold_keys(keys.RECALL_AT_THRESHOLD),
+            ):
                 eval_metrics[accuracy] = tf_keras.metrics.BinaryAccuracy(name=accuracy, threshold=threshold)
                 eval_metrics[precision] = tf_keras.metrics.Precision(name=precision, thresholds=threshold)
                 eval_metrics[recall] = tf_keras.metrics.Recall(name=recall, thresholds=threshold)
@@ -207,8 +238,14 @@ class MultiLabelHead(base_head.SingleHead):
                 eval_metrics[auc_pr] = tf_keras.metrics.AUC(curve="PR", name=auc_pr)
         return eval_metrics
 
-    def update_metrics(self, eval_metrics: dict, features: Any, logits: Any, labels: Any,
-                       regularization_losses: Sequence[Any] | None = None) -> dict:
+    def update_metrics(
+        self,
+        eval_metrics: dict,
+        features: Any,
+        logits: Any,
+        labels: Any,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> dict:
         """Updates the metrics of `metrics()` with one batch, weighted by the example weights."""
         keys, key = MetricKeys, self.metric_key
         logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
@@ -219,26 +256,28 @@ class MultiLabelHead(base_head.SingleHead):
         for name in (keys.AUC, keys.AUC_PR):
             eval_metrics[key(name)].update_state(y_true=labels, y_pred=probabilities, sample_weight=weights)
         base_head.update_regularization_metric(eval_metrics, key(keys.LOSS_REGULARIZATION), regularization_losses)
-        for names in zip(self._threshold_keys(keys.ACCURACY_AT_THRESHOLD),
-                         self._threshold_keys(keys.PRECISION_AT_THRESHOLD),
-                         self._threshold_keys(keys.RECALL_AT_THRESHOLD)):
+        for names in zip(
+            self._threshold_keys(keys.ACCURACY_AT_THRESHOLD),
+            self._threshold_keys(keys.PRECISION_AT_THRESHOLD),
+            self._threshold_keys(keys.RECALL_AT_THRESHOLD),
+        ):
             for name in names:
                 eval_metrics[name].update_state(y_true=labels, y_pred=probabilities, sample_weight=weights)
-        for class_id, (probability_mean, auc, auc_pr) in zip(self._classes_for_class_based_metrics,
-                                                              self._per_class_keys()):
-            class_probabilities = probabilities[..., class_id:class_id + 1]
-            class_labels = labels[..., class_id:class_id + 1]
-            base_head.update_metric_with_broadcast_weights(eval_metrics[probability_mean], class_probabilities,
-                                                           weights)
+        for class_id, (probability_mean, auc, auc_pr) in zip(
+            self._classes_for_class_based_metrics, self._per_class_keys()
+        ):
+            class_probabilities = probabilities[..., class_id : class_id + 1]
+            class_labels = labels[..., class_id : class_id + 1]
+            base_head.update_metric_with_broadcast_weights(eval_metrics[probability_mean], class_probabilities, weights)
             for name in (auc, auc_pr):
-                eval_metrics[name].update_state(y_true=class_labels, y_pred=class_probabilities,
-                                                sample_weight=weights)
+                eval_metrics[name].update_state(y_true=class_labels, y_pred=class_probabilities, sample_weight=weights)
         return eval_metrics
 
     def export_outputs(self, predictions: dict) -> dict:
         """serving_default and classification: each class's probability and name; predict: all predictions."""
-        classifier = base_head.classification_output(predictions[PredictionKeys.PROBABILITIES], self._n_classes,
-                                                     self._label_vocabulary)
+        classifier = base_head.classification_output(
+            predictions[PredictionKeys.PROBABILITIES], self._n_classes, self._label_vocabulary
+        )
         return {
             base_head.DEFAULT_SERVING_KEY: classifier,
             base_head.CLASSIFY_SERVING_KEY: classifier,

@@ -8,7 +8,8 @@ sigmoid for probabilities).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 import tf_keras
@@ -38,9 +39,15 @@ class RegressionHead(base_head.SingleHead):
       name: the head's name: `/<name>` is appended to its metric and summary keys.
     """
 
-    def __init__(self, label_dimension: int = 1, weight_column: Any = None,
-                 loss_reduction: str = base_head.Reduction.SUM_OVER_BATCH_SIZE, loss_fn: Callable | None = None,
-                 inverse_link_fn: Callable | None = None, name: str | None = None):
+    def __init__(
+        self,
+        label_dimension: int = 1,
+        weight_column: Any = None,
+        loss_reduction: str = base_head.Reduction.SUM_OVER_BATCH_SIZE,
+        loss_fn: Callable | None = None,
+        inverse_link_fn: Callable | None = None,
+        name: str | None = None,
+    ):
         if label_dimension < 1:
             raise ValueError(f"Invalid label_dimension {label_dimension}.")
         base_head.validate_loss_reduction(loss_reduction)
@@ -71,25 +78,35 @@ class RegressionHead(base_head.SingleHead):
 
     def _unweighted_loss_and_weights(self, logits: tf.Tensor, labels: tf.Tensor, features: Any) -> tuple:
         if self._loss_fn:
-            unweighted_loss = base_head.call_loss_fn(self._loss_fn, labels, logits, features,
-                                                     expected_loss_dim=self._logits_dimension)
+            unweighted_loss = base_head.call_loss_fn(
+                self._loss_fn, labels, logits, features, expected_loss_dim=self._logits_dimension
+            )
         else:
             unweighted_loss = tf.compat.v1.losses.mean_squared_error(
-                labels=labels, predictions=logits, reduction=tf.compat.v1.losses.Reduction.NONE)
-        weights = base_head.get_weights_and_check_match_logits(features, self._weight_column, logits,
-                                                               allow_per_logit_weights=True)
+                labels=labels, predictions=logits, reduction=tf.compat.v1.losses.Reduction.NONE
+            )
+        weights = base_head.get_weights_and_check_match_logits(
+            features, self._weight_column, logits, allow_per_logit_weights=True
+        )
         return unweighted_loss, weights
 
-    def loss(self, labels: Any, logits: Any, features: Any = None, mode: str | None = None,
-             regularization_losses: Sequence[Any] | None = None) -> tf.Tensor:
+    def loss(
+        self,
+        labels: Any,
+        logits: Any,
+        features: Any = None,
+        mode: str | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> tf.Tensor:
         """The weighted loss reduced by `loss_reduction`, plus the regularization losses."""
         del mode  # the same loss in every mode
         with tf.name_scope("losses"):
             logits = base_head.check_logits_final_dim(logits, self._logits_dimension)
             labels = self._labels(logits, labels)
             unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
-            return base_head.reduced_training_loss(unweighted_loss, weights, self._loss_reduction,
-                                                   regularization_losses)
+            return base_head.reduced_training_loss(
+                unweighted_loss, weights, self._loss_reduction, regularization_losses
+            )
 
     def predictions(self, logits: Any, keys: Sequence[str] | None = None) -> dict:
         """predictions float32 `[D0, ... DN, label_dimension]` (the inverse link of the logits), and the logits
@@ -97,8 +114,7 @@ class RegressionHead(base_head.SingleHead):
         logits = base_head.check_logits_final_dim(logits, self._logits_dimension)
         with tf.name_scope("predictions"):
             if self._inverse_link_fn:
-                predictions = {PredictionKeys.PREDICTIONS: self._inverse_link_fn(logits),
-                               PredictionKeys.LOGITS: logits}
+                predictions = {PredictionKeys.PREDICTIONS: self._inverse_link_fn(logits), PredictionKeys.LOGITS: logits}
             else:
                 predictions = {PredictionKeys.PREDICTIONS: logits}
         if keys:
@@ -120,8 +136,14 @@ class RegressionHead(base_head.SingleHead):
                 eval_metrics[key(keys.LOSS_REGULARIZATION)] = tf_keras.metrics.Mean(name=keys.LOSS_REGULARIZATION)
         return eval_metrics
 
-    def update_metrics(self, eval_metrics: dict, features: Any, logits: Any, labels: Any,
-                       regularization_losses: Sequence[Any] | None = None) -> dict:
+    def update_metrics(
+        self,
+        eval_metrics: dict,
+        features: Any,
+        logits: Any,
+        labels: Any,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> dict:
         """Updates the metrics of `metrics()` with one batch, weighted by the example (or value) weights."""
         keys, key = MetricKeys, self.metric_key
         predicted = self.predictions(logits)[PredictionKeys.PREDICTIONS]
@@ -152,12 +174,23 @@ class PoissonRegressionHead(RegressionHead):
     gradients).
     """
 
-    def __init__(self, label_dimension: int = 1, weight_column: Any = None,
-                 loss_reduction: str = base_head.Reduction.SUM_OVER_BATCH_SIZE, compute_full_loss: bool = True,
-                 name: str | None = None):
+    def __init__(
+        self,
+        label_dimension: int = 1,
+        weight_column: Any = None,
+        loss_reduction: str = base_head.Reduction.SUM_OVER_BATCH_SIZE,
+        compute_full_loss: bool = True,
+        name: str | None = None,
+    ):
         self._compute_full_loss = compute_full_loss
-        super().__init__(label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction,
-                         loss_fn=self._poisson_loss, inverse_link_fn=tf.math.exp, name=name)
+        super().__init__(
+            label_dimension=label_dimension,
+            weight_column=weight_column,
+            loss_reduction=loss_reduction,
+            loss_fn=self._poisson_loss,
+            inverse_link_fn=tf.math.exp,
+            name=name,
+        )
 
     def _poisson_loss(self, labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
         return tf.nn.log_poisson_loss(targets=labels, log_input=logits, compute_full_loss=self._compute_full_loss)
@@ -171,10 +204,20 @@ class LogisticRegressionHead(RegressionHead):
     are only `predictions` and `logits`. Args as RegressionHead's (one label).
     """
 
-    def __init__(self, weight_column: Any = None, loss_reduction: str = base_head.Reduction.SUM_OVER_BATCH_SIZE,
-                 name: str | None = None):
-        super().__init__(label_dimension=1, weight_column=weight_column, loss_reduction=loss_reduction,
-                         loss_fn=self._logistic_loss, inverse_link_fn=tf.math.sigmoid, name=name)
+    def __init__(
+        self,
+        weight_column: Any = None,
+        loss_reduction: str = base_head.Reduction.SUM_OVER_BATCH_SIZE,
+        name: str | None = None,
+    ):
+        super().__init__(
+            label_dimension=1,
+            weight_column=weight_column,
+            loss_reduction=loss_reduction,
+            loss_fn=self._logistic_loss,
+            inverse_link_fn=tf.math.sigmoid,
+            name=name,
+        )
 
     def _logistic_loss(self, labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
         labels = base_head.check_label_range(labels, n_classes=2, message="Labels must be in range [0, 1]")

@@ -14,18 +14,26 @@ that workers of an asynchronous cluster do not stop before the chief saved.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import tensorflow as tf
 
 _v1 = tf.compat.v1
 
 
-class InMemoryEvaluatorHook(_v1.train.SessionRunHook):
+class InMemoryEvaluatorHook(tf.compat.v1.train.SessionRunHook):
     """Runs `estimator`'s evaluation on `input_fn` inside training, every `every_n_iter` steps and at the end."""
 
-    def __init__(self, estimator: Any, input_fn: Callable, steps: int | None = None, hooks: Iterable | None = None,
-                 name: str | None = None, every_n_iter: int = 100):
+    def __init__(
+        self,
+        estimator: Any,
+        input_fn: Callable,
+        steps: int | None = None,
+        hooks: Iterable | None = None,
+        name: str | None = None,
+        every_n_iter: int = 100,
+    ):
         from compat.estimator.estimator import check_hooks, evaluation_steps_hooks
 
         if every_n_iter is None or every_n_iter <= 0:
@@ -44,8 +52,9 @@ class InMemoryEvaluatorHook(_v1.train.SessionRunHook):
         self._graph = tf.Graph()
         with self._graph.as_default():
             self._estimator._create_and_assert_global_step(self._graph)
-            (self._scaffold, self._update_op, self._values,
-             self._all_hooks) = self._estimator._evaluation_graph(self._input_fn, self._hooks, checkpoint_path=None)
+            (self._scaffold, self._update_op, self._values, self._all_hooks) = self._estimator._evaluation_graph(
+                self._input_fn, self._hooks, checkpoint_path=None
+            )
             if self._scaffold.saver is not None:
                 raise ValueError("InMemoryEvaluator does not support custom saver")
             if self._scaffold.init_fn is not None:
@@ -60,8 +69,9 @@ class InMemoryEvaluatorHook(_v1.train.SessionRunHook):
         shared = sorted(set(training) & set(self._placeholders))
         self._train_variables = {name: training[name] for name in shared}
         with self._graph.as_default():
-            self._copy_in = tf.group([_v1.assign(self._eval_variables[name], self._placeholders[name])
-                                      for name in shared])
+            self._copy_in = tf.group(
+                [_v1.assign(self._eval_variables[name], self._placeholders[name]) for name in shared]
+            )
         self._evaluate(session)
 
     def _evaluate(self, train_session) -> None:
@@ -73,8 +83,9 @@ class InMemoryEvaluatorHook(_v1.train.SessionRunHook):
 
         scaffold = _v1.train.Scaffold(init_fn=copy_training_values, copy_from_scaffold=self._scaffold)
         with self._graph.as_default():
-            self._estimator._run_evaluation(None, scaffold, self._update_op, self._values, self._all_hooks,
-                                            self._eval_dir)
+            self._estimator._run_evaluation(
+                None, scaffold, self._update_op, self._values, self._all_hooks, self._eval_dir
+            )
         self._timer.update_last_triggered_step(self._iter_count)
 
     def after_run(self, run_context, run_values):
@@ -86,7 +97,7 @@ class InMemoryEvaluatorHook(_v1.train.SessionRunHook):
         self._evaluate(session)
 
 
-class _StopAtCheckpointStepHook(_v1.train.SessionRunHook):
+class _StopAtCheckpointStepHook(tf.compat.v1.train.SessionRunHook):
     """A worker's stop: once its step reaches `last_step`, it waits for the chief's checkpoint to reach it."""
 
     def __init__(self, model_dir: str, last_step: int, wait_after_file_check_secs: float = 30):
@@ -116,8 +127,9 @@ def make_stop_at_checkpoint_step_hook(estimator: Any, last_step: int, wait_after
     """The chief stops at `last_step`; another task stops once the chief's checkpoint is at `last_step`."""
     if estimator.config.is_chief:
         return _v1.train.StopAtStepHook(last_step=last_step)
-    return _StopAtCheckpointStepHook(model_dir=estimator.model_dir, last_step=last_step,
-                                     wait_after_file_check_secs=wait_after_file_check_secs)
+    return _StopAtCheckpointStepHook(
+        model_dir=estimator.model_dir, last_step=last_step, wait_after_file_check_secs=wait_after_file_check_secs
+    )
 
 
 __all__ = ["InMemoryEvaluatorHook", "make_stop_at_checkpoint_step_hook"]

@@ -16,9 +16,11 @@ class EmbeddingConfigSpec:
     """TPU embedding tables (tf.estimator.tpu.experimental.EmbeddingConfigSpec): refused off a TPU."""
 
     def __init__(self, *args, **kwargs):
-        raise ValueError("EmbeddingConfigSpec configures TPU embeddings, which have no meaning off a TPU: use "
-                         "tf.feature_column.embedding_column (or a Keras Embedding layer) with TPUEstimator("
-                         "use_tpu=False) instead")
+        raise ValueError(
+            "EmbeddingConfigSpec configures TPU embeddings, which have no meaning off a TPU: use "
+            "tf.feature_column.embedding_column (or a Keras Embedding layer) with TPUEstimator("
+            "use_tpu=False) instead"
+        )
 
 
 experimental = types.SimpleNamespace(EmbeddingConfigSpec=EmbeddingConfigSpec)

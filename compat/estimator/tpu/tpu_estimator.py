@@ -16,7 +16,8 @@ embeddings are refused, naming what to do instead.
 from __future__ import annotations
 
 import collections
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 
@@ -36,15 +37,40 @@ def _call_with_tensors(fn: Callable, tensors: Any) -> Any:
     return fn(*tensors)
 
 
-class TPUEstimatorSpec(collections.namedtuple("TPUEstimatorSpec", [
-        "mode", "predictions", "loss", "train_op", "eval_metrics", "export_outputs", "scaffold_fn", "host_call",
-        "training_hooks", "evaluation_hooks", "prediction_hooks"])):
+class TPUEstimatorSpec(
+    collections.namedtuple(
+        "TPUEstimatorSpec",
+        [
+            "mode",
+            "predictions",
+            "loss",
+            "train_op",
+            "eval_metrics",
+            "export_outputs",
+            "scaffold_fn",
+            "host_call",
+            "training_hooks",
+            "evaluation_hooks",
+            "prediction_hooks",
+        ],
+    )
+):
     """What a TPUEstimator model_fn returns (tf.estimator.tpu.TPUEstimatorSpec)."""
 
-    def __new__(cls, mode: str, predictions: Any = None, loss: Any = None, train_op: Any = None,
-                eval_metrics: tuple | None = None, export_outputs: dict | None = None,
-                scaffold_fn: Callable | None = None, host_call: tuple | None = None, training_hooks: Any = None,
-                evaluation_hooks: Any = None, prediction_hooks: Any = None):
+    def __new__(
+        cls,
+        mode: str,
+        predictions: Any = None,
+        loss: Any = None,
+        train_op: Any = None,
+        eval_metrics: tuple | None = None,
+        export_outputs: dict | None = None,
+        scaffold_fn: Callable | None = None,
+        host_call: tuple | None = None,
+        training_hooks: Any = None,
+        evaluation_hooks: Any = None,
+        prediction_hooks: Any = None,
+    ):
         for name, pair in (("eval_metrics", eval_metrics), ("host_call", host_call)):
             if pair is not None and (not isinstance(pair, (tuple, list)) or len(pair) != 2 or not callable(pair[0])):
                 raise ValueError(f"{name} should be tuple or list with two elements: (fn, tensors), given {pair}")
@@ -53,8 +79,9 @@ class TPUEstimatorSpec(collections.namedtuple("TPUEstimatorSpec", [
             for hook in group:
                 if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
                     raise TypeError(f"All hooks must be SessionRunHook instances, given: {hook}")
-        return super().__new__(cls, mode, predictions, loss, train_op, eval_metrics, export_outputs, scaffold_fn,
-                               host_call, *hooks)
+        return super().__new__(
+            cls, mode, predictions, loss, train_op, eval_metrics, export_outputs, scaffold_fn, host_call, *hooks
+        )
 
     def as_estimator_spec(self) -> EstimatorSpec:
         """The EstimatorSpec this spec stands for off a TPU."""
@@ -63,10 +90,17 @@ class TPUEstimatorSpec(collections.namedtuple("TPUEstimatorSpec", [
         if self.host_call is not None:
             hooks = (_HostCallHook(_call_with_tensors(*self.host_call)),)
         return EstimatorSpec(
-            mode=self.mode, predictions=self.predictions, loss=self.loss, train_op=self.train_op,
-            eval_metric_ops=eval_metric_ops, export_outputs=self.export_outputs,
-            scaffold=self.scaffold_fn() if self.scaffold_fn else None, training_hooks=self.training_hooks + hooks,
-            evaluation_hooks=self.evaluation_hooks + hooks, prediction_hooks=self.prediction_hooks + hooks)
+            mode=self.mode,
+            predictions=self.predictions,
+            loss=self.loss,
+            train_op=self.train_op,
+            eval_metric_ops=eval_metric_ops,
+            export_outputs=self.export_outputs,
+            scaffold=self.scaffold_fn() if self.scaffold_fn else None,
+            training_hooks=self.training_hooks + hooks,
+            evaluation_hooks=self.evaluation_hooks + hooks,
+            prediction_hooks=self.prediction_hooks + hooks,
+        )
 
 
 class _HostCallHook(tf.compat.v1.train.SessionRunHook):
@@ -87,27 +121,49 @@ def _check_batch_size(value: Any, name: str) -> None:
 class TPUEstimator(Estimator):
     """tf.estimator.tpu.TPUEstimator, run with `use_tpu=False` on this machine's CPU or GPU."""
 
-    def __init__(self, model_fn: Callable | None = None, model_dir: str | None = None,
-                 config: RunConfig | None = None, params: dict | None = None, use_tpu: bool = True,
-                 train_batch_size: int | None = None, eval_batch_size: int | None = None,
-                 predict_batch_size: int | None = None, batch_axis: Any = None, eval_on_tpu: bool = True,
-                 export_to_tpu: bool = True, export_to_cpu: bool = True, warm_start_from: Any = None,
-                 embedding_config_spec: Any = None, export_saved_model_api_version: Any = None):
+    def __init__(
+        self,
+        model_fn: Callable | None = None,
+        model_dir: str | None = None,
+        config: RunConfig | None = None,
+        params: dict | None = None,
+        use_tpu: bool = True,
+        train_batch_size: int | None = None,
+        eval_batch_size: int | None = None,
+        predict_batch_size: int | None = None,
+        batch_axis: Any = None,
+        eval_on_tpu: bool = True,
+        export_to_tpu: bool = True,
+        export_to_cpu: bool = True,
+        warm_start_from: Any = None,
+        embedding_config_spec: Any = None,
+        export_saved_model_api_version: Any = None,
+    ):
         if config is None or not isinstance(config, RunConfig):
             raise ValueError("`config` must be provided with type `tpu_config.RunConfig`")
         if params is not None and any(key in params for key in _RESERVED_PARAMS):
             raise ValueError(f"{list(_RESERVED_PARAMS)} are reserved keys but existed in params {params}.")
         if use_tpu:
-            raise ValueError("TPUEstimator(use_tpu=True) needs a TPU, which compat.estimator does not drive: run the "
-                             "same program with use_tpu=False (CPU or GPU), as TF 2.15 ran it there")
+            raise ValueError(
+                "TPUEstimator(use_tpu=True) needs a TPU, which compat.estimator does not drive: run the "
+                "same program with use_tpu=False (CPU or GPU), as TF 2.15 ran it there"
+            )
         if embedding_config_spec is not None:
-            raise ValueError("embedding_config_spec configures TPU embeddings, which have no meaning off a TPU: "
-                             "use tf.feature_column.embedding_column (or a Keras Embedding layer) instead")
-        for value, name in ((train_batch_size, "train_batch_size"), (eval_batch_size, "eval_batch_size"),
-                            (predict_batch_size, "predict_batch_size")):
+            raise ValueError(
+                "embedding_config_spec configures TPU embeddings, which have no meaning off a TPU: "
+                "use tf.feature_column.embedding_column (or a Keras Embedding layer) instead"
+            )
+        for value, name in (
+            (train_batch_size, "train_batch_size"),
+            (eval_batch_size, "eval_batch_size"),
+            (predict_batch_size, "predict_batch_size"),
+        ):
             _check_batch_size(value, name)
-        self._batch_sizes = {ModeKeys.TRAIN: train_batch_size, ModeKeys.EVAL: eval_batch_size,
-                             ModeKeys.PREDICT: predict_batch_size}
+        self._batch_sizes = {
+            ModeKeys.TRAIN: train_batch_size,
+            ModeKeys.EVAL: eval_batch_size,
+            ModeKeys.PREDICT: predict_batch_size,
+        }
         if model_fn is None:
             raise ValueError("model_fn must be provided to Estimator.")
         self._tpu_model_fn = model_fn
@@ -125,15 +181,22 @@ class TPUEstimator(Estimator):
     def _call_tpu_model_fn(self, features, labels, mode, config, params):
         args = tf_internals.fn_args(self._tpu_model_fn)
         available = {"labels": labels, "mode": mode, "config": config, "params": self._params_for(mode, params)}
-        return self._tpu_model_fn(features=features, **{name: value for name, value in available.items()
-                                                        if name in args})
+        return self._tpu_model_fn(
+            features=features, **{name: value for name, value in available.items() if name in args}
+        )
 
     def _call_input_fn(self, input_fn: Callable, mode: str, input_context: Any = None) -> Any:
         args = tf_internals.fn_args(input_fn)
         if "params" not in args:
-            raise ValueError(f"input_fn ({input_fn}) does not include params argument, required by TPUEstimator to "
-                             'pass batch size as params["batch_size"]')
-        available = {"params": self._params_for(mode, self.params), "config": self.config, "mode": mode,
-                     "input_context": input_context}
+            raise ValueError(
+                f"input_fn ({input_fn}) does not include params argument, required by TPUEstimator to "
+                'pass batch size as params["batch_size"]'
+            )
+        available = {
+            "params": self._params_for(mode, self.params),
+            "config": self.config,
+            "mode": mode,
+            "input_context": input_context,
+        }
         with tf.device("/cpu:0"):
             return input_fn(**{name: value for name, value in available.items() if name in args})
