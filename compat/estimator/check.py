@@ -1,0 +1,317 @@
+"""The migration check: what of a codebase's Estimator code runs here, before trying it.
+
+    python -m compat.estimator.check PATH... [--format=text|json] [--diff]
+
+Reads Python files (files, or folders searched for `*.py`) with the `ast` module, never importing or
+running them, and finds every use of the Estimator surface and the TF1-era names model_fns call
+(`tf.estimator.*`, `tf.compat.v1.estimator.*`, `tf.keras.estimator.*`, `tf.layers.*`,
+`tf.compat.v1.train.*`, `tf.feature_column.*`, `tf.contrib.*`, ...), through whatever aliases the
+file gives them (`import tensorflow.compat.v1 as tf`, `from tensorflow import estimator as est`,
+`from tensorflow.estimator import *`, ...). Each use gets its status from the compatibility table
+(compatibility.py, which docs/compatibility.md is generated from): as TF 2.15, differs (how),
+refused (what to use), or unknown.
+
+The exit status is 1 when a refused name is used (for CI), 2 when a file cannot be read or parsed,
+else 0. `--diff` prints the one line each entry point (a file with `if __name__ == "__main__"` or an
+`app.run` call) needs: `import compat.estimator; compat.estimator.install()` after its TensorFlow
+import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import difflib
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator
+
+from compat.estimator import compatibility
+
+# What counts as the Estimator surface: uses below these names are reported (dotted below `tf.`).
+SURFACE = (
+    "estimator.",
+    "compat.v1.estimator.",
+    "keras.estimator.",
+    "layers.",
+    "compat.v1.layers.",
+    "train.",
+    "compat.v1.train.",
+    "feature_column.",
+    "compat.v1.feature_column.",
+    "contrib.",
+    "compat.v1.nn.rnn_cell.",
+    "nn.rnn_cell.",
+    "compat.v1.losses.",
+    "compat.v1.metrics.",
+    "keras.layers.DenseFeatures",
+    "keras.optimizers.legacy.",
+)
+# Modules whose import binds a name to a point of TensorFlow's namespace (dotted, `tf` the root).
+_MODULES = {
+    "tensorflow": "tf",
+    "tensorflow.compat.v1": "tf.compat.v1",
+    "tensorflow.compat.v2": "tf",
+    "tensorflow_estimator": "tf",  # `from tensorflow_estimator import estimator`
+    "tensorflow_estimator.python.estimator.api._v2": "tf",
+    "tensorflow_estimator.python.estimator.api._v1": "tf.compat.v1",
+}
+INSTALL_LINE = "import compat.estimator; compat.estimator.install()  # tf.estimator on TensorFlow >= 2.16"
+
+
+@dataclasses.dataclass(frozen=True)
+class Use:
+    """One use of a surface name: where, what (`tf.`-rooted, aliases resolved), and its status."""
+
+    path: str
+    line: int
+    name: str
+    status: str
+    note: str
+
+
+def _tf_point(module: str) -> str | None:
+    """The point of TensorFlow's namespace `import <module>` names (`tensorflow.compat.v1` -> `tf.compat.v1`)."""
+    for prefix in sorted(_MODULES, key=len, reverse=True):
+        if module == prefix or module.startswith(prefix + "."):
+            rest = module[len(prefix) :]
+            return _MODULES[prefix] + rest
+    return None
+
+
+class _Aliases(ast.NodeVisitor):
+    """Names a file binds to points of TensorFlow's namespace, and the points it star-imports."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.stars: list[str] = []
+        self.imports_tensorflow: list[int] = []  # end lines of the top-level TensorFlow imports
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            point = _tf_point(alias.name)
+            if point is None:
+                continue
+            if alias.asname:
+                self.names[alias.asname] = point
+            else:  # `import tensorflow.compat.v1` binds `tensorflow`
+                self.names[alias.name.split(".")[0]] = "tf"
+            self._note_import(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        point = _tf_point(node.module or "") if not node.level else None
+        if point is None:
+            return
+        for alias in node.names:
+            if alias.name == "*":
+                self.stars.append(point)
+            else:
+                self.names[alias.asname or alias.name] = f"{point}.{alias.name}"
+        self._note_import(node)
+
+    def _note_import(self, node: ast.stmt) -> None:
+        if node.col_offset == 0:
+            self.imports_tensorflow.append(node.end_lineno or node.lineno)
+
+
+def _dotted(node: ast.expr) -> tuple[str, list[str]] | None:
+    """`a.b.c` as ("a", ["b", "c"]); None for anything else (a call's result, a subscript)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return node.id, list(reversed(parts))
+
+
+# TF 1.x names reached through `tensorflow.compat.v1` that live elsewhere in TensorFlow 2's namespace
+_V1_SPELLINGS = {"tf.compat.v1.contrib.": "tf.contrib.", "tf.compat.v1.keras.": "tf.keras."}
+
+
+def _canonical(name: str) -> str:
+    for v1, v2 in _V1_SPELLINGS.items():
+        if name.startswith(v1):
+            return v2 + name[len(v1) :]
+    return name
+
+
+def _shortest_known(name: str) -> str:
+    """The name trimmed to the longest prefix that is one of TF 2.15's public names (or the table's rows):
+    `tf.estimator.ModeKeys.TRAIN` -> `tf.estimator.ModeKeys`."""
+    parts = name.split(".")
+    for end in range(len(parts), 1, -1):
+        candidate = ".".join(parts[:end])
+        if compatibility.is_known(candidate):
+            return candidate
+    return name
+
+
+def _on_surface(name: str) -> bool:
+    below = name[len("tf.") :]
+    return any(below == prefix.rstrip(".") or below.startswith(prefix) for prefix in SURFACE)
+
+
+def _uses_in(tree: ast.AST, aliases: _Aliases) -> Iterator[tuple[int, str]]:
+    """(line, `tf.`-rooted name) of every attribute chain or bare name that reaches the surface."""
+    inner: set[int] = set()  # chains inside a longer chain, reported as the longer one
+    star_names = {
+        name.rsplit(".", 1)[1]: name
+        for name in compatibility.known_names()
+        for star in aliases.stars
+        if name.startswith(star + ".") and "." not in name[len(star) + 1 :]
+    }
+    for node in ast.walk(tree):
+        if id(node) in inner or not isinstance(node, ast.Attribute | ast.Name):
+            continue
+        if isinstance(node, ast.Attribute):
+            value = node.value
+            while isinstance(value, ast.Attribute):
+                inner.add(id(value))
+                value = value.value
+            inner.add(id(value))
+        chain = _dotted(node)
+        if chain is None:
+            continue
+        root, parts = chain
+        if root in aliases.names:
+            name = ".".join([aliases.names[root], *parts])
+        elif root in star_names:
+            name = ".".join([star_names[root], *parts])
+        else:
+            continue
+        name = _canonical(name)
+        if _on_surface(name):
+            yield node.lineno, _shortest_known(name)
+
+
+def check_source(source: str, path: str = "<string>") -> list[Use]:
+    """Every use of the surface in `source`, in line order."""
+    tree = ast.parse(source, filename=path)
+    aliases = _Aliases()
+    aliases.visit(tree)
+    uses = []
+    for line, name in sorted(set(_uses_in(tree, aliases))):
+        entry = compatibility.lookup(name)
+        uses.append(Use(path, line, name, entry.status, entry.note))
+    return uses
+
+
+def python_files(paths: Iterable[str]) -> list[str]:
+    """The `.py` files of `paths` (files as given, folders searched), sorted, each once."""
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            for folder, subfolders, names in os.walk(path):
+                subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+                found += [os.path.join(folder, name) for name in sorted(names) if name.endswith(".py")]
+        else:
+            found.append(path)
+    return list(dict.fromkeys(found))
+
+
+def is_entry_point(tree: ast.AST) -> bool:
+    """A program's entry: `if __name__ == "__main__":`, or a call of `app.run` (absl, tf.app, tf.compat.v1.app)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "__name__":
+            return True
+        if isinstance(node, ast.Call):
+            chain = _dotted(node.func)
+            if chain is not None and chain[1][-2:] == ["app", "run"] or chain == ("app", ["run"]):
+                return True
+    return False
+
+
+def install_diff(source: str, path: str) -> str:
+    """The unified diff adding INSTALL_LINE after the file's last top-level TensorFlow import ("" if none,
+    or if the file installs already)."""
+    if "compat.estimator" in source:
+        return ""
+    aliases = _Aliases()
+    tree = ast.parse(source, filename=path)
+    aliases.visit(tree)
+    if not aliases.imports_tensorflow:
+        return ""
+    lines = source.splitlines(keepends=True)
+    after = max(aliases.imports_tensorflow)
+    changed = [*lines[:after], INSTALL_LINE + "\n", *lines[after:]]
+    return "".join(difflib.unified_diff(lines, changed, fromfile=path, tofile=path))
+
+
+def _summary(uses: list[Use]) -> dict[str, int]:
+    statuses = (compatibility.SAME, compatibility.DIFFERS, compatibility.REFUSED, compatibility.UNKNOWN)
+    return {status: sum(use.status == status for use in uses) for status in statuses}
+
+
+def _verdict(counts: dict[str, int]) -> str:
+    if counts[compatibility.REFUSED]:
+        return "uses something refused"
+    if counts[compatibility.DIFFERS] or counts[compatibility.UNKNOWN]:
+        return "runs, with the differences listed" if not counts[compatibility.UNKNOWN] else "unknown names"
+    return "runs as on TF 2.15" if sum(counts.values()) else "no Estimator surface"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m compat.estimator.check", description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="+", help="Python files, or folders to search for *.py")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--diff", action="store_true", help="print the install line each entry point needs")
+    args = parser.parse_args(argv)
+
+    by_file: dict[str, list[Use]] = {}
+    diffs: dict[str, str] = {}
+    unreadable: dict[str, str] = {}
+    for path in python_files(args.paths):
+        try:
+            with open(path, encoding="utf-8") as stream:
+                source = stream.read()
+            by_file[path] = check_source(source, path)
+            if by_file[path] and is_entry_point(ast.parse(source)):
+                diffs[path] = install_diff(source, path)
+        except (OSError, UnicodeDecodeError, SyntaxError) as error:
+            unreadable[path] = f"{type(error).__name__}: {error}"
+    every_use = [use for uses in by_file.values() for use in uses]
+    totals = _summary(every_use)
+
+    if args.format == "json":
+        report = {
+            "files": {
+                path: {
+                    "uses": [dataclasses.asdict(use) for use in uses],
+                    "summary": _summary(uses),
+                    "verdict": _verdict(_summary(uses)),
+                    **({"diff": diffs[path]} if path in diffs else {}),
+                }
+                for path, uses in by_file.items()
+            },
+            "unreadable": unreadable,
+            "summary": totals,
+        }
+        json.dump(report, sys.stdout, indent=1)
+        print()
+    else:
+        for path, uses in by_file.items():
+            for use in uses:
+                note = f": {use.note}" if use.note and use.status != compatibility.SAME else ""
+                print(f"{use.path}:{use.line}: {use.name}  {use.status}{note}")
+            if uses:
+                counts = _summary(uses)
+                shown = ", ".join(f"{count} {status}" for status, count in counts.items() if count)
+                print(f"{path}: {len(uses)} uses ({shown}): {_verdict(counts)}")
+        for path, reason in unreadable.items():
+            print(f"{path}: not checked ({reason})")
+        verdicts = [_verdict(_summary(uses)) for uses in by_file.values() if uses]
+        files = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
+        print(f"{len(by_file)} files, {len(every_use)} uses" + (f"; files: {files}" if files else ""))
+        if args.diff:
+            for path, diff in diffs.items():
+                print(diff or f"# {path}: no change needed", end="" if diff else "\n")
+    if unreadable:
+        return 2
+    return 1 if totals[compatibility.REFUSED] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""The migration check (`python -m compat.estimator.check`) on legacy snippets in the styles of 2017-2023
+(tests/data/legacy_snippets): what it reports, and that running the programs shows the same."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from compat.estimator import check, compatibility
+from conftest import REPO
+
+SNIPPETS = os.path.join(REPO, "tests", "data", "legacy_snippets")
+
+
+def uses(name):
+    path = os.path.join(SNIPPETS, name)
+    return [(use.line, use.name, use.status) for use in check.check_source(open(path).read(), path)]
+
+
+def test_tf1_names_through_import_tensorflow_are_refused_with_their_v1_spelling():
+    found = uses("tf1_2017.py")
+    refused = {name for _, name, status in found if status == compatibility.REFUSED}
+    assert refused == {"tf.layers.dense", "tf.train.AdamOptimizer", "tf.train.get_global_step"}
+    assert (11, "tf.estimator.EstimatorSpec", compatibility.SAME) in found
+    note = compatibility.lookup("tf.train.AdamOptimizer").note
+    assert "tf.compat.v1.train.AdamOptimizer" in note
+
+
+def test_a_compat_v1_alias_resolves_every_name_below_it():
+    found = uses("compat_v1_2019.py")
+    names = [name for _, name, _ in found]
+    assert "tf.compat.v1.layers.dense" in names and "tf.compat.v1.train.AdamOptimizer" in names
+    # an attribute chain below a public name is reported as that name, once per line
+    assert (13, "tf.compat.v1.estimator.ModeKeys", compatibility.SAME) in found
+    assert all(status != compatibility.REFUSED for _, _, status in found)
+
+
+def test_renamed_from_imports_and_star_imports_are_followed_and_strings_are_not_uses():
+    assert uses("from_imports_2021.py") == [
+        (7, "tf.feature_column.numeric_column", compatibility.SAME),
+        (11, "tf.estimator.DNNClassifier", compatibility.SAME),
+        (12, "tf.estimator.RunConfig", compatibility.DIFFERS),
+        (16, "tf.keras.estimator.model_to_estimator", compatibility.DIFFERS),
+    ]
+    assert uses("star_and_strings_2023.py") == [  # line 5's string and comment name nothing
+        (9, "tf.estimator.TrainSpec", compatibility.SAME),
+        (10, "tf.estimator.experimental.stop_if_no_decrease_hook", compatibility.SAME),
+        (11, "tf.contrib.estimator.add_metrics", compatibility.REFUSED),
+    ]
+
+
+def test_the_command_reports_per_file_and_fails_ci_on_a_refused_use(tmp_path):
+    command = [sys.executable, "-m", "compat.estimator.check"]
+    result = subprocess.run([*command, SNIPPETS, "--format=json"], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 1, result.stderr[-2000:]  # two snippets use refused names
+    report = json.loads(result.stdout)
+    verdicts = {os.path.basename(path): entry["verdict"] for path, entry in report["files"].items()}
+    assert verdicts == {"compat_v1_2019.py": "runs, with the differences listed",
+                        "from_imports_2021.py": "runs, with the differences listed",
+                        "star_and_strings_2023.py": "uses something refused",
+                        "tf1_2017.py": "uses something refused"}
+    assert report["summary"][compatibility.REFUSED] == 5
+    clean = subprocess.run([*command, os.path.join(SNIPPETS, "from_imports_2021.py")], capture_output=True,
+                           text=True, cwd=REPO)
+    assert clean.returncode == 0 and "4 uses (2 as TF 2.15, 2 differs)" in clean.stdout
+    broken = tmp_path / "broken.py"
+    broken.write_text("import tensorflow as tf\ndef f(:\n")
+    unreadable = subprocess.run([*command, str(broken)], capture_output=True, text=True, cwd=REPO)
+    assert unreadable.returncode == 2 and f"{broken}: not checked (SyntaxError" in unreadable.stdout
+
+
+@pytest.mark.parametrize("snippet", ["compat_v1_2019.py", "tf1_2017.py"])
+def test_running_a_program_shows_what_the_check_said(snippet, tmp_path):
+    """The entry point, changed as `--diff` shows, runs when the check found nothing refused, and fails on
+    the first refused name when it did."""
+    path = os.path.join(SNIPPETS, snippet)
+    source = open(path).read()
+    diff = check.install_diff(source, path)
+    added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert added == [check.INSTALL_LINE]
+    lines = source.splitlines(keepends=True)
+    after = next(i for i, line in enumerate(lines) if line.startswith(("import tensorflow.compat.v1 as tf",
+                                                                      "import tensorflow as tf")))
+    changed = tmp_path / snippet
+    changed.write_text("".join([*lines[: after + 1], check.INSTALL_LINE + "\n", *lines[after + 1 :]]))
+    result = subprocess.run([sys.executable, str(changed), str(tmp_path / "run")], capture_output=True, text=True,
+                            cwd=REPO, env={**os.environ, "PYTHONPATH": REPO}, timeout=300)
+    refused = [use for use in check.check_source(source, path) if use.status == compatibility.REFUSED]
+    if refused:
+        assert result.returncode != 0 and "has no attribute 'layers'" in result.stderr, result.stderr[-2000:]
+    else:
+        assert result.returncode == 0 and "trained to step 2" in result.stdout, result.stderr[-2000:]
