@@ -48,8 +48,9 @@ _group("mode")
 flags.DEFINE_enum(
     "mode",
     "keras",
-    ["keras", "estimator", "tune"],
-    "keras: model.fit; estimator: the tf.estimator API (compat.estimator); tune: keras-tuner search.",
+    ["keras", "estimator", "tune", "predict"],
+    "keras: model.fit; estimator: the tf.estimator API (compat.estimator); tune: keras-tuner search; "
+    "predict: classify the audio files named after the flags with --model_dir's export.",
 )
 
 # -- data -------------------------------------------------------------------

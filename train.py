@@ -160,8 +160,32 @@ def fail(message: str, exit_code: int = 2) -> None:
     sys.exit(exit_code)
 
 
+def predict(model_dir: str, paths: list[str]) -> None:
+    """--mode=predict: one line per file, `path<TAB>class<TAB>probability`; exit 1 if a file is unreadable."""
+    from compat.predict import Classifier, NoClassifierError, export_dir_of
+
+    if not paths:
+        fail(
+            "--mode=predict classifies the audio files named after the flags: python train.py --mode=predict "
+            "--model_dir=DIR FILE..."
+        )
+    try:
+        classifier = Classifier(export_dir_of(model_dir))
+    except NoClassifierError as error:
+        fail(in_flag_terms(str(error)))
+    unreadable = 0
+    for prediction in classifier.classify(paths):
+        if prediction.error is not None:
+            print(f"{prediction.path}: {prediction.error}", file=sys.stderr)
+            unreadable += 1
+        else:
+            print(f"{prediction.path}\t{prediction.class_name}\t{prediction.probability:.3f}")
+    if unreadable:
+        sys.exit(1)
+
+
 def main(argv: list[str]) -> None:
-    if len(argv) > 1:
+    if len(argv) > 1 and flags.FLAGS.mode != "predict":
         fail(f"unexpected arguments: {' '.join(argv[1:])} (flags are --name=value)")
     from compat.atomic import FolderInUseError
     from compat.checkpoints import CheckpointMismatchError, NoReadableCheckpointError
@@ -175,6 +199,9 @@ def main(argv: list[str]) -> None:
     except ValueError as error:  # a config's own check: names the field, which is the flag
         fail(str(error))
     _quiet_tensorflow_logs()
+    if configs.mode == "predict":
+        predict(configs.model_dir, argv[1:])
+        return
     import keras
 
     # The process's one dtype policy, chosen at start as Model Garden does: every layer built after

@@ -1,27 +1,118 @@
 """A trained Keras model's exports: `model.keras` and a checked SavedModel, each whole or not at all.
 
+The SavedModel serves three signatures:
+  - `serve`: features `{"audio": [batch, frames, bins]}` -> logits (what `model.export` writes);
+  - `classify_waveform`: mono float32 waveforms `[batch, samples]` at the run's sample rate;
+  - `classify_wav`: WAV files' bytes `[batch]` (PCM at the run's sample rate, any channels);
+the last two fit each clip and compute its features in the graph with the training code
+(`compat.audio`), so serving cannot drift from training, and return `class_name`,
+`class_index`, `probability` and `probabilities`. `classifier.json` beside `saved_model.pb`
+holds the class names and the pipeline settings. `python train.py --mode=predict` reads it.
+
 `--mode=estimator` exports through `compat.estimator`'s exporters instead
 (`export/<name>/<timestamp>`, as tf.estimator did).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
+from collections.abc import Sequence
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from compat import atomic
+from compat import atomic, audio
+from compat.config import PipelineConfig
+
+CLASSIFIER_INFO = "classifier.json"
 
 
 class ExportMismatchError(RuntimeError):
     """The SavedModel does not answer like the model it was exported from."""
 
 
-def export_keras_model(model: keras.Model, model_dir: str, sample: dict, tolerance: float = 1e-4) -> float:
+def _classifier_endpoints(model: keras.Model, pipeline: PipelineConfig, class_names: Sequence[str]) -> dict:
+    """name -> (function, input signature) of the signatures that take audio (see the module docstring)."""
+    spec, key = pipeline.feature_spec, pipeline.feature_key
+    names = tf.constant(list(class_names))
+
+    def classify(features: tf.Tensor) -> dict:
+        logits = tf.cast(model({key: features}, training=False), tf.float32)
+        probabilities = tf.nn.softmax(logits)
+        index = tf.argmax(probabilities, axis=-1)
+        return {
+            "class_name": tf.gather(names, index),
+            "class_index": index,
+            "probability": tf.reduce_max(probabilities, axis=-1),
+            "probabilities": probabilities,
+        }
+
+    def classify_waveform(waveform: tf.Tensor) -> dict:
+        clips = tf.map_fn(lambda wave: audio.fit_waveform(wave, spec.clip_samples), waveform)
+        return classify(audio.compute_features(clips, spec))
+
+    def one_wav(contents: tf.Tensor) -> tf.Tensor:
+        wave, rate = tf.audio.decode_wav(contents)
+        check = tf.debugging.assert_equal(
+            rate, spec.sample_rate, message=f"classify_wav takes WAV files sampled at {spec.sample_rate} Hz"
+        )
+        with tf.control_dependencies([check]):
+            return audio.fit_waveform(tf.reduce_mean(wave, axis=1), spec.clip_samples)
+
+    def classify_wav(contents: tf.Tensor) -> dict:
+        clips = tf.map_fn(one_wav, contents, fn_output_signature=tf.TensorSpec([spec.clip_samples], tf.float32))
+        return classify(audio.compute_features(clips, spec))
+
+    return {
+        "classify_waveform": (classify_waveform, [tf.TensorSpec([None, None], tf.float32, name="waveform")]),
+        "classify_wav": (classify_wav, [tf.TensorSpec([None], tf.string, name="wav")]),
+    }
+
+
+def _write_saved_model(
+    model: keras.Model, folder: str, pipeline: PipelineConfig | None, class_names: Sequence[str] | None
+) -> None:
+    """`model.export`'s `serve`, and with a pipeline the audio signatures and classifier.json."""
+    if pipeline is None or class_names is None:
+        model.export(folder, format="tf_saved_model", verbose=False)
+        return
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    frames, bins = pipeline.feature_spec.shape
+    archive.add_endpoint(
+        "serve",
+        lambda inputs: model(inputs, training=False),
+        input_signature=[
+            {pipeline.feature_key: tf.TensorSpec([None, frames, bins], tf.float32, name=pipeline.feature_key)}
+        ],
+    )
+    for name, (function, signature) in _classifier_endpoints(model, pipeline, class_names).items():
+        archive.add_endpoint(name, function, input_signature=signature)
+    archive.write_out(folder, verbose=False)
+    info = {
+        "class_names": list(class_names),
+        "sample_rate": pipeline.feature_spec.sample_rate,
+        "clip_samples": pipeline.feature_spec.clip_samples,
+        "pipeline": dataclasses.asdict(pipeline),
+    }
+    with open(os.path.join(folder, CLASSIFIER_INFO), "w") as stream:
+        json.dump(info, stream, indent=1, default=str)
+
+
+def export_keras_model(
+    model: keras.Model,
+    model_dir: str,
+    sample: dict,
+    tolerance: float = 1e-4,
+    pipeline: PipelineConfig | None = None,
+    class_names: Sequence[str] | None = None,
+) -> float:
     """Writes `model.keras` and `saved_model/`; returns the SavedModel's max |output difference|
-    (`tolerance` is relative to the largest output, at least 1).
+    (`tolerance` is relative to the largest output, at least 1). With `pipeline` and `class_names`
+    the SavedModel also classifies audio (see the module docstring).
 
     The SavedModel is loaded back and run on `sample` before it replaces the
     previous one, so a run never ends with an export that disagrees with it.
@@ -32,7 +123,7 @@ def export_keras_model(model: keras.Model, model_dir: str, sample: dict, toleran
 
     def export_and_check(folder: str) -> None:
         nonlocal difference
-        model.export(folder, format="tf_saved_model", verbose=False)
+        _write_saved_model(model, folder, pipeline, class_names)
         loaded = tf.saved_model.load(folder)  # keep a reference: its variables die with it
         served = loaded.serve(sample)
         difference = float(np.max(np.abs(np.asarray(served) - expected)))

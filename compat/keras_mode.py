@@ -233,9 +233,11 @@ def train_and_evaluate(run: Run) -> dict:
         extra["best"] = best
     if run.train.export:
         sample = next(iter(test_dataset))[0]
-        extra["export_max_abs_difference"] = export_keras_model(model, run.model_dir, sample)
+        extra["export_max_abs_difference"] = export_keras_model(
+            model, run.model_dir, sample, pipeline=run.pipeline, class_names=run.class_names
+        )
         if best is not None:
-            export_keras_model(best_model, run.path("best"), sample)
+            export_keras_model(best_model, run.path("best"), sample, pipeline=run.pipeline, class_names=run.class_names)
     # what the run computed with, as Keras applied it (not as the flags asked)
     extra["compute"] = {"dtype_policy": model.dtype_policy.name, "jit_compile": bool(model.jit_compile)}
     return run.write_metrics(test, int(model.optimizer.iterations.numpy()), start_step, clock.train_seconds, **extra)
