@@ -31,7 +31,7 @@ from absl import logging
 from compat import atomic, summaries
 from compat.checkpoints import restore_newest_readable
 from compat.exports import export_keras_model
-from compat.run import NanGuard, Run, TrainingClock
+from compat.run import NanGuard, Run, StopAtMaxSteps, TrainingClock
 
 
 class _TensorBoard(keras.callbacks.Callback):
@@ -198,6 +198,7 @@ def train_and_evaluate(run: Run) -> dict:
             validation_data=run.dataset("eval"),
             shuffle=False,  # the builder shuffles; Keras would only warn that it cannot
             callbacks=[
+                StopAtMaxSteps(plan.max_steps),  # first: the other callbacks see the cut period end
                 nan_guard,
                 clock,
                 _Checkpoint(manager, nan_guard),

@@ -24,7 +24,6 @@ from typing import Any
 import keras
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 import models
 from compat import atomic, charts, data
@@ -37,42 +36,50 @@ _MAX_AUTO_STEPS_PER_EXECUTION = 64  # progress and stop requests are seen at lea
 
 @dataclasses.dataclass(frozen=True)
 class StepPlan:
-    """Training as Keras sees it: `periods` "epochs" of `period` steps, validation after each."""
+    """Training as Keras sees it: `periods` "epochs" of `period` steps, validation after each; the last
+    period is shorter when `max_steps` is not a multiple of `period` (TF 2.15's max_steps is exact)."""
 
     steps_per_epoch: int
     period: int
-    periods: int
+    max_steps: int
 
     @property
-    def max_steps(self) -> int:
-        return self.period * self.periods
+    def periods(self) -> int:
+        return math.ceil(self.max_steps / self.period)
 
     def steps_per_execution(self, requested: int = 0) -> int:
-        """Steps per compiled call: `requested`, or the largest divisor of the period up to 64.
-
-        Keras rounds a period up to whole executions, so only a divisor keeps the step count exact.
+        """Steps per compiled call: `requested`, or the largest divisor of every period (the last one's
+        length too) up to 64. Keras runs whole executions, so only a divisor keeps the step count exact.
         """
+        both = math.gcd(self.period, self.max_steps)
         if requested:
-            if self.period % requested:
+            if both % requested:
                 raise ValueError(
-                    f"steps_per_execution {requested} must divide the evaluation period of "
-                    f"{self.period} steps (`eval_every_steps`); Keras would round it up"
+                    f"steps_per_execution {requested} must divide the evaluation period of {self.period} steps "
+                    f"(`eval_every_steps`) and `max_steps` {self.max_steps}; Keras would run past them"
                 )
             return requested
-        return max(d for d in range(1, min(self.period, _MAX_AUTO_STEPS_PER_EXECUTION) + 1) if self.period % d == 0)
+        return max(d for d in range(1, min(both, _MAX_AUTO_STEPS_PER_EXECUTION) + 1) if both % d == 0)
+
+
+class StopAtMaxSteps(keras.callbacks.Callback):
+    """Ends `fit` at `max_steps` exactly: the last period is cut short, then validated and saved."""
+
+    def __init__(self, max_steps: int) -> None:
+        super().__init__()
+        self.max_steps = max_steps
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) >= self.max_steps:
+            self.model.stop_training = True
 
 
 def plan_steps(config: TrainConfig, train_examples: int, batch_size: int) -> StepPlan:
-    """The one steps plan: whole evaluation periods (a `max_steps` off the period is rounded up)."""
+    """The one steps plan: `max_steps` (or `epochs` whole epochs), validated every `eval_every_steps`."""
     steps_per_epoch = math.ceil(train_examples / batch_size)
     max_steps = config.max_steps or config.epochs * steps_per_epoch
     period = min(config.eval_every_steps or steps_per_epoch, max_steps)
-    plan = StepPlan(steps_per_epoch, period, math.ceil(max_steps / period))
-    if plan.max_steps != max_steps:
-        logging.warning(
-            "Training %d steps: max_steps %d rounded up to whole periods of %d", plan.max_steps, max_steps, period
-        )
-    return plan
+    return StepPlan(steps_per_epoch, period, max_steps)
 
 
 def compile_model(

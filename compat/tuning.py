@@ -36,7 +36,7 @@ from absl import logging
 import models
 from compat import atomic, charts, data, tf_internals
 from compat.config import PipelineConfig, TrainConfig, TuneConfig, replace_fields
-from compat.run import NanGuard, Run, TrainingClock, plan_steps
+from compat.run import NanGuard, Run, StopAtMaxSteps, TrainingClock, plan_steps
 
 
 def _space() -> dict[str, Callable[[keras_tuner.HyperParameters], Any]]:
@@ -127,7 +127,7 @@ class AudioHyperModel(keras_tuner.HyperModel):
                 initial_epoch=kwargs.get("initial_epoch", 0),
                 validation_data=eval_data,
                 shuffle=False,  # the builder shuffles; Keras would only warn that it cannot
-                callbacks=[nan_guard, clock, *kwargs.get("callbacks", []), epoch_timer],
+                callbacks=[StopAtMaxSteps(plan.max_steps), nan_guard, clock, *kwargs.get("callbacks", []), epoch_timer],
                 verbose=kwargs.get("verbose", 2),
             )
         except (ValueError, tf.errors.OpError) as error:  # a combination the data or model rejects

@@ -102,6 +102,27 @@ def test_estimator_mode_writes_the_same_metrics_and_estimator_files(tiny_data, t
     assert set(metrics["per_class_accuracy"]) == set(metrics["class_names"])
 
 
+@pytest.mark.parametrize("mode", ["keras", "estimator"])
+def test_max_steps_is_exact_with_a_shorter_last_period(tiny_data, tmp_path, mode):
+    """--max_steps=10 validated every 4 steps trains 10 steps (as TF 2.15's max_steps), evaluating and saving
+    at 4, 8 and 10."""
+    model_dir = tmp_path / mode
+    result = train_in_process(*_common(tiny_data, tmp_path), f"--mode={mode}", "--max_steps=10",
+                              "--eval_every_steps=4", "--noexport", f"--model_dir={model_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((model_dir / "metrics.json").read_text())["steps"] == 10
+    history = (model_dir / "history.csv").read_text().splitlines()
+    assert len(history) == 4  # a header, then the evaluations after steps 4, 8 and 10
+    if mode == "keras":
+        import tensorflow as tf
+
+        saved = tf.train.get_checkpoint_state(str(model_dir / "checkpoints")).all_model_checkpoint_paths
+        assert [int(path.rsplit("-", 1)[1]) for path in saved][-1] == 10
+    else:
+        assert (model_dir / "model.ckpt-10.index").is_file() and not glob.glob(str(model_dir / "model.ckpt-12.*"))
+    assert "rounded up" not in result.stderr
+
+
 def _scalar_and_image_tags(folder) -> tuple[set, set]:
     """The scalar and image tags of a TensorBoard run folder, read with TensorBoard's own reader."""
     from tensorboard.backend.event_processing import event_accumulator
