@@ -227,9 +227,9 @@ flags.DEFINE_enum(
 _group("output")
 flags.DEFINE_string(
     "model_dir",
-    "runs/default",
-    "Checkpoints, TensorBoard logs, metrics.json, flags and exports. Rerunning a "
-    "command with the same --model_dir resumes it.",
+    None,
+    "Checkpoints, TensorBoard logs, metrics.json, flags and exports (default: runs/<mode>; --mode=predict "
+    "reads runs/keras). Rerunning a command with the same --model_dir resumes it.",
 )
 flags.DEFINE_bool("export", _TRAIN.export, "Write model.keras and a SavedModel for serving at the end.")
 
@@ -307,7 +307,9 @@ def _profile_range(value) -> bool:
         "look-alike), and not an existing file (or a folder inside one)"
     ),
 )
-def _usable_model_dir(value: str) -> bool:
+def _usable_model_dir(value: str | None) -> bool:
+    if value is None:  # runs/<mode>, below the working folder
+        return True
     value = _local_path(value)
     if atomic.is_remote(value):
         import tensorflow as tf  # only for a URL: which file systems this TensorFlow has
@@ -324,7 +326,7 @@ def _usable_model_dir(value: str) -> bool:
     message=("--mode=tune needs a local --model_dir: keras-tuner writes its trials with local file operations"),
 )
 def _tune_locally(values: dict) -> bool:
-    return values["mode"] != "tune" or not atomic.is_remote(_local_path(values["model_dir"]))
+    return values["mode"] != "tune" or not atomic.is_remote(_local_path(values["model_dir"] or ""))
 
 
 _TUNING_FLAGS = ("tuner", "max_trials", "objective", "max_failed_trials", "tune_target")
@@ -347,6 +349,9 @@ class Configs:
 def _local_path(value: str) -> str:
     """`file:///x` is the local path `/x`: written with local file operations, never as a folder `file:`."""
     return value[len("file://") :] if value.startswith("file://") else value
+
+
+_DEFAULT_FOLDER = {"predict": "keras"}  # --mode=predict classifies with the default keras run's export
 
 
 def _model_dir(value: str) -> str:
@@ -431,7 +436,7 @@ def configs_from_flags() -> Configs:
         tune=replace_fields(TuneConfig(), values),
         distribution=replace_fields(DistributionConfig(), values),
         tune_target=FLAGS.tune_target,
-        model_dir=_model_dir(FLAGS.model_dir),
+        model_dir=_model_dir(FLAGS.model_dir or os.path.join("runs", _DEFAULT_FOLDER.get(FLAGS.mode, FLAGS.mode))),
         mode=FLAGS.mode,
         explicit=frozenset(name for name in FLAGS if FLAGS[name].present),
     )

@@ -37,6 +37,7 @@ def train_model(configs: flags.Configs) -> None:
         configs.model_dir,
         shared=not chief,
         strategy=strategy,
+        mode=configs.mode,
     ) as this:
         # A resumed run keeps the flags.txt it was started with until it ends: a run refused for
         # restoring another model's checkpoint must not lose the flags that model was trained with.
@@ -62,7 +63,13 @@ def tune(configs: flags.Configs) -> None:
     distribution.check_cluster("tune")
     worker = tuning.is_tuning_worker()  # works in its chief's folder, which the chief holds
     with run.open_run(
-        configs.source, configs.pipeline, configs.model, configs.train, configs.model_dir, shared=worker
+        configs.source,
+        configs.pipeline,
+        configs.model,
+        configs.train,
+        configs.model_dir,
+        shared=worker,
+        mode=None if worker else "tune",
     ) as this:
         if not worker:
             flags.save_flagfile(this.path("flags.txt"))
@@ -172,7 +179,7 @@ def predict(model_dir: str, paths: list[str]) -> None:
     try:
         classifier = Classifier(export_dir_of(model_dir))
     except NoClassifierError as error:
-        fail(in_flag_terms(str(error)))
+        fail(str(error))
     unreadable = 0
     for prediction in classifier.classify(paths):
         if prediction.error is not None:
@@ -192,6 +199,7 @@ def main(argv: list[str]) -> None:
     from compat.distribution import UnsupportedStrategyError
     from compat.divergence import TrainingDiverged
     from compat.fetch import FetchError
+    from compat.run import OtherModesFolderError
     from compat.sources import DataSourceError
 
     try:
@@ -219,6 +227,7 @@ def main(argv: list[str]) -> None:
         FolderInUseError,
         UnsupportedStrategyError,
         NoReadableCheckpointError,
+        OtherModesFolderError,
     ) as error:
         fail(str(error))
     except CheckpointMismatchError as error:

@@ -312,6 +312,31 @@ def storage_problem(error: BaseException) -> str | None:
     return None
 
 
+class OtherModesFolderError(ValueError):
+    """The model folder holds a run of another mode, whose files this mode would mix with its own."""
+
+
+def mode_of_folder(model_dir: str) -> str | None:
+    """The mode whose run a model folder holds ("keras", "estimator" or "tune"), None if it holds none."""
+    if tf.io.gfile.exists(os.path.join(model_dir, "tuning", "search", "oracle.json")):
+        return "tune"
+    if tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints")):
+        return "keras"
+    if tf.train.latest_checkpoint(model_dir):
+        return "estimator"
+    return None
+
+
+def check_folder_mode(model_dir: str, mode: str) -> None:
+    """Refuses a model folder that holds another mode's run (checkpoints and metrics would mix)."""
+    found = mode_of_folder(model_dir)
+    if found is not None and found != mode:
+        raise OtherModesFolderError(
+            f"`model_dir` {model_dir} holds a `mode={found}` run; give this `mode={mode}` run a folder of its own "
+            f"(each mode's default is runs/<mode>)"
+        )
+
+
 def last_saved_step(model_dir: str) -> int | None:
     """The step of the newest checkpoint in a model folder of either mode; None without one."""
     for folder in (os.path.join(model_dir, "checkpoints"), model_dir):
@@ -330,8 +355,11 @@ def open_run(
     model_dir: str,
     shared: bool = False,
     strategy: tf.distribute.Strategy | None = None,
+    mode: str | None = None,
 ) -> Iterator[Run]:
     """Takes `model_dir` for this process, lists the source once and plans the steps.
+
+    With `mode`, a folder holding another mode's run is refused (OtherModesFolderError).
 
     A second run on the same folder is refused at once with the first one's
     process named; files left half-written by a killed run are removed.
@@ -342,6 +370,8 @@ def open_run(
     """
     started = time.perf_counter()
     with contextlib.nullcontext() if shared else atomic.folder_lock(model_dir):
+        if mode is not None:
+            check_folder_mode(model_dir, mode)
         index = data.index(source, pipeline)
         plan = plan_steps(train, index.size("train"), pipeline.batch_size)
         yield Run(source, pipeline, model_config, train, model_dir, index, plan, started, strategy)

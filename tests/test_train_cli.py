@@ -123,6 +123,18 @@ def test_max_steps_is_exact_with_a_shorter_last_period(tiny_data, tmp_path, mode
     assert "rounded up" not in result.stderr
 
 
+def test_each_mode_has_its_own_default_folder_and_refuses_another_modes(tiny_data, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default folders are below the working folder
+    keras_run = train_in_process(*_common(tiny_data, tmp_path), "--max_steps=4", "--noexport")
+    assert keras_run.returncode == 0, keras_run.stderr[-3000:]
+    assert (tmp_path / "runs" / "keras" / "metrics.json").is_file()
+    refused = train_in_process(*_common(tiny_data, tmp_path), "--mode=estimator", "--max_steps=4",
+                               f"--model_dir={tmp_path / 'runs' / 'keras'}")
+    assert refused.returncode == 2
+    assert "holds a --mode=keras run; give this --mode=estimator run a folder of its own" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
 def _scalar_and_image_tags(folder) -> tuple[set, set]:
     """The scalar and image tags of a TensorBoard run folder, read with TensorBoard's own reader."""
     from tensorboard.backend.event_processing import event_accumulator
