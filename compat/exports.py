@@ -7,7 +7,8 @@ The SavedModel serves three signatures:
 the last two fit each clip and compute its features in the graph with the training code
 (`compat.audio`), so serving cannot drift from training, and return `class_name`,
 `class_index`, `probability` and `probabilities`. `classifier.json` beside `saved_model.pb`
-holds the class names and the pipeline settings. `python train.py --mode=predict` reads it.
+holds the class names and the feature settings (sample rate, clip length, STFT and mel
+settings). `python train.py --mode=predict` reads it.
 
 `--mode=estimator` exports through `compat.estimator`'s exporters instead
 (`export/<name>/<timestamp>`, as tf.estimator did).
@@ -92,14 +93,11 @@ def _write_saved_model(
     for name, (function, signature) in _classifier_endpoints(model, pipeline, class_names).items():
         archive.add_endpoint(name, function, input_signature=signature)
     archive.write_out(folder, verbose=False)
-    info = {
-        "class_names": list(class_names),
-        "sample_rate": pipeline.feature_spec.sample_rate,
-        "clip_samples": pipeline.feature_spec.clip_samples,
-        "pipeline": dataclasses.asdict(pipeline),
-    }
+    # the settings the audio signatures compute with; nothing of the machine (no cache or data paths)
+    features = dataclasses.asdict(pipeline.feature_spec)
+    info = {"class_names": list(class_names), **features, "feature_key": pipeline.feature_key}
     with open(os.path.join(folder, CLASSIFIER_INFO), "w") as stream:
-        json.dump(info, stream, indent=1, default=str)
+        json.dump(info, stream, indent=1)
 
 
 def export_keras_model(

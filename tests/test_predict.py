@@ -92,11 +92,5 @@ def test_predict_mode_prints_one_line_per_file_and_names_unreadable_ones(trained
     np.testing.assert_allclose([float(p) for _, _, p in lines], [p for _, p in expected], atol=2e-3)
     assert f"{broken}: cannot read audio file" in result.stderr and "Traceback" not in result.stderr
 
-    empty = subprocess.run(
-        [sys.executable, "train.py", "--mode=predict", f"--model_dir={tmp_path}", *files],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-    )
+    empty = train_in_process("--mode=predict", f"--model_dir={tmp_path}", *files)  # the same main(), in process
     assert empty.returncode == 2 and "holds no saved_model/" in empty.stderr and "--mode=keras" in empty.stderr

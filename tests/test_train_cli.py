@@ -136,12 +136,14 @@ def test_each_mode_has_its_own_default_folder_and_refuses_another_modes(tiny_dat
 
 
 def _scalar_and_image_tags(folder) -> tuple[set, set]:
-    """The scalar and image tags of a TensorBoard run folder, read with TensorBoard's own reader."""
+    """The scalar and image tags of a TensorBoard run folder, read with TensorBoard's own reader: TF2 summaries
+    (tensors of the scalars and images plugins) and TF 1.x scalars (simple values, as TF 2.15's Estimator wrote
+    its evaluations), which TensorBoard shows alike."""
     from tensorboard.backend.event_processing import event_accumulator
 
     reader = event_accumulator.EventAccumulator(str(folder), size_guidance={event_accumulator.TENSORS: 0})
     reader.Reload()
-    by_plugin = {}
+    by_plugin = {"scalars": set(reader.Tags()["scalars"])}
     for tag in reader.Tags()["tensors"]:
         metadata = reader.summary_metadata.get(tag)  # none: TF 2.15's checkpoint_path string tensor
         plugin = metadata.plugin_data.plugin_name if metadata is not None else None
