@@ -57,6 +57,9 @@ class Classifier:
             except audio.BadAudioFileError as error:
                 yield Prediction(path, None, None, f"cannot read audio file: {error.reason}")
                 continue
+            except tf.errors.OpError as error:  # a folder, a file without read permission
+                yield Prediction(path, None, None, f"cannot read audio file: {error.message.split(';')[-1].strip()}")
+                continue
             result = self._loaded.classify_waveform(wave[tf.newaxis])
             yield Prediction(path, result["class_name"][0].numpy().decode(), float(result["probability"][0]))
 

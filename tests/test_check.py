@@ -28,6 +28,24 @@ def test_tf1_names_through_import_tensorflow_are_refused_with_their_v1_spelling(
     assert "tf.compat.v1.train.AdamOptimizer" in note
 
 
+def test_a_name_the_namespace_lacks_is_unknown_not_fine():
+    source = "import tensorflow as tf\nkm = tf.estimator.experimental.KMeans(3)\nok = tf.compat.v1.estimator.experimental.KMeans\n"
+    found = [(use.line, use.name, use.status) for use in check.check_source(source)]
+    assert found == [(2, "tf.estimator.experimental.KMeans", compatibility.UNKNOWN),
+                     (3, "tf.compat.v1.estimator.experimental.KMeans", compatibility.SAME)]
+
+
+def test_from_imports_of_the_estimator_modules_work_after_install(installed):
+    from tensorflow.compat.v1.estimator import DNNClassifier as V1DNNClassifier
+    from tensorflow.estimator import DNNClassifier
+    from tensorflow.keras.estimator import model_to_estimator
+
+    import compat.estimator as estimator
+
+    assert DNNClassifier is estimator.DNNClassifier and model_to_estimator is estimator.model_to_estimator
+    assert V1DNNClassifier is estimator.canned.DNNClassifierV1
+
+
 def test_a_compat_v1_alias_resolves_every_name_below_it():
     found = uses("compat_v1_2019.py")
     names = [name for _, name, _ in found]
@@ -83,7 +101,7 @@ def test_running_a_program_shows_what_the_check_said(snippet, tmp_path):
     after = next(i for i, line in enumerate(lines) if line.startswith(("import tensorflow.compat.v1 as tf",
                                                                       "import tensorflow as tf")))
     changed = tmp_path / snippet
-    changed.write_text("".join([*lines[: after + 1], check.INSTALL_LINE + "\n", *lines[after + 1 :]]))
+    changed.write_text("".join([*lines[:after], check.INSTALL_LINE + "\n", *lines[after:]]))  # before it
     result = subprocess.run([sys.executable, str(changed), str(tmp_path / "run")], capture_output=True, text=True,
                             cwd=REPO, env={**os.environ, "PYTHONPATH": REPO}, timeout=300)
     refused = [use for use in check.check_source(source, path) if use.status == compatibility.REFUSED]

@@ -262,6 +262,8 @@ def test_train_op_from_a_keras3_optimizer_made_in_the_graph():
             session.run(tf.compat.v1.global_variables_initializer())
             session.run(spec.train_op)
             assert session.run(kernel)[0, 0] == pytest.approx(0.5 + 0.1 * 4.5)
+            # it counts with the global step, which a Keras 3 optimizer's own counter cannot be set to
+            assert session.run(tf.compat.v1.train.get_global_step()) == 1
 
 
 def test_train_op_arguments_are_checked():

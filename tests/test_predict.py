@@ -84,13 +84,16 @@ def test_predict_mode_prints_one_line_per_file_and_names_unreadable_ones(trained
     expected = _in_process_answers(trained, files)
     broken = tmp_path / "broken.wav"
     broken.write_text("not audio")
-    command = [sys.executable, "train.py", "--mode=predict", f"--model_dir={trained}", *files, str(broken)]
+    folder = tmp_path / "a_folder.wav"
+    folder.mkdir()
+    command = [sys.executable, "train.py", "--mode=predict", f"--model_dir={trained}", *files, str(broken), str(folder)]
     result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 1, result.stderr[-2000:]  # one file could not be read; the others are answered
     lines = [line.split("\t") for line in result.stdout.splitlines()]
     assert [(path, name) for path, name, _ in lines] == [(path, name) for path, (name, _) in zip(files, expected)]
     np.testing.assert_allclose([float(p) for _, _, p in lines], [p for _, p in expected], atol=2e-3)
     assert f"{broken}: cannot read audio file" in result.stderr and "Traceback" not in result.stderr
+    assert f"{folder}: cannot read audio file" in result.stderr
 
     empty = train_in_process("--mode=predict", f"--model_dir={tmp_path}", *files)  # the same main(), in process
     assert empty.returncode == 2 and "holds no saved_model/" in empty.stderr and "--mode=keras" in empty.stderr

@@ -139,23 +139,38 @@ def install() -> None:
     from compat.estimator.keras_legacy import legacy_namespace
 
     this = sys.modules[__name__]
+    keras_estimator = types.SimpleNamespace(model_to_estimator=model_to_estimator)
     names = [
         (tf, "estimator", this),
         *((v1, "estimator", estimator_v1) for v1 in tf_internals.compat_v1_modules()),
-        (tf.keras, "estimator", types.SimpleNamespace(model_to_estimator=model_to_estimator)),
+        (tf.keras, "estimator", keras_estimator),
         (tf.keras.optimizers, "legacy", legacy_namespace()),
         (tf.keras.layers, "DenseFeatures", DenseFeatures),
     ]
     for owner, name, value in names:
         _replaced.append((owner, name, getattr(owner, name, _MISSING)))
         setattr(owner, name, value)
+    # `from tensorflow.estimator import DNNClassifier` (and the v1 and Keras spellings) imports them as
+    # modules, as TF 2.15's lazily loaded packages allowed: the import system finds them in sys.modules
+    for module_name, value in (
+        ("tensorflow.estimator", this),
+        ("tensorflow.compat.v1.estimator", estimator_v1),
+        ("tensorflow.keras.estimator", keras_estimator),
+    ):
+        _replaced.append((sys.modules, module_name, sys.modules.get(module_name, _MISSING)))
+        sys.modules[module_name] = value  # type: ignore[assignment]  # a namespace object serves as a module
 
 
 def uninstall() -> None:
     """Undoes `install()`, and what importing this package did (tf.compat.v1.layers, see compat/tf_internals.py)."""
     while _replaced:
         owner, name, previous = _replaced.pop()
-        if previous is _MISSING:
+        if owner is sys.modules:
+            if previous is _MISSING:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = previous  # type: ignore[assignment]
+        elif previous is _MISSING:
             delattr(owner, name)
         else:
             setattr(owner, name, previous)

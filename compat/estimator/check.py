@@ -87,7 +87,7 @@ class _Aliases(ast.NodeVisitor):
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
         self.stars: list[str] = []
-        self.imports_tensorflow: list[int] = []  # end lines of the top-level TensorFlow imports
+        self.imports_tensorflow: list[int] = []  # first lines of the top-level TensorFlow imports
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -113,7 +113,7 @@ class _Aliases(ast.NodeVisitor):
 
     def _note_import(self, node: ast.stmt) -> None:
         if node.col_offset == 0:
-            self.imports_tensorflow.append(node.end_lineno or node.lineno)
+            self.imports_tensorflow.append(node.lineno)
 
 
 def _dotted(node: ast.expr) -> tuple[str, list[str]] | None:
@@ -187,6 +187,25 @@ def _uses_in(tree: ast.AST, aliases: _Aliases) -> Iterator[tuple[int, str]]:
             yield node.lineno, _shortest_known(name)
 
 
+# where a name below each Estimator namespace resolves after install()
+_NAMESPACES = {"tf.estimator.": "compat.estimator", "tf.compat.v1.estimator.": "compat.estimator.v1"}
+
+
+def _missing_here(name: str) -> bool:
+    """Whether a name below tf.estimator or tf.compat.v1.estimator is absent from what install() provides
+    (a TF 1.x spelling in the TF2 namespace, a typo), which the table's prefix rows would call fine."""
+    import importlib
+
+    for prefix, module in _NAMESPACES.items():
+        if name.startswith(prefix):
+            value: object = importlib.import_module(module)
+            for part in name[len(prefix) :].split("."):
+                if not hasattr(value, part):
+                    return True
+                value = getattr(value, part)
+    return False
+
+
 def check_source(source: str, path: str = "<string>") -> list[Use]:
     """Every use of the surface in `source`, in line order."""
     tree = ast.parse(source, filename=path)
@@ -195,6 +214,8 @@ def check_source(source: str, path: str = "<string>") -> list[Use]:
     uses = []
     for line, name in sorted(set(_uses_in(tree, aliases))):
         entry = compatibility.lookup(name)
+        if _missing_here(name):
+            entry = compatibility.Entry(compatibility.UNKNOWN, "no such name in this namespace, here or in TF 2.15")
         uses.append(Use(path, line, name, entry.status, entry.note))
     return uses
 
@@ -225,8 +246,9 @@ def is_entry_point(tree: ast.AST) -> bool:
 
 
 def install_diff(source: str, path: str) -> str:
-    """The unified diff adding INSTALL_LINE after the file's last top-level TensorFlow import ("" if none,
-    or if the file installs already)."""
+    """The unified diff adding INSTALL_LINE before the file's first top-level TensorFlow import, so that
+    `from tensorflow.estimator import ...` below it finds the installed names ("" if the file imports no
+    TensorFlow, or installs already)."""
     if "compat.estimator" in source:
         return ""
     aliases = _Aliases()
@@ -235,8 +257,8 @@ def install_diff(source: str, path: str) -> str:
     if not aliases.imports_tensorflow:
         return ""
     lines = source.splitlines(keepends=True)
-    after = max(aliases.imports_tensorflow)
-    changed = [*lines[:after], INSTALL_LINE + "\n", *lines[after:]]
+    before = min(aliases.imports_tensorflow) - 1
+    changed = [*lines[:before], INSTALL_LINE + "\n", *lines[before:]]
     return "".join(difflib.unified_diff(lines, changed, fromfile=path, tofile=path))
 
 

@@ -639,10 +639,13 @@ def _optimizer_train_op(optimizer: Any, loss: tf.Tensor, trainable_variables: Se
     the graph. Keras 3's optimizers (what `tf.keras.optimizers.*` are on
     TF >= 2.16) and Keras 2's newer ones cannot (TF 2.15 refused the latter):
     they train as the canned estimators train them, as the OptimizerV2 of the
-    same class and settings (canned/optimizers.py), fresh, counting its own steps.
+    same class and settings (canned/optimizers.py), fresh, counting with the global step.
     """
     if not callable(getattr(optimizer, "get_updates", None)):
         optimizer = optimizers.as_graph_optimizer(optimizer)
+        # a Keras 3 optimizer's `iterations` cannot be set to the global step, as TF 2.15's programs set an
+        # OptimizerV2's: its converted copy counts with the global step, so that training advances it
+        optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
     return optimizer.get_updates(loss, list(trainable_variables))[0]
 
 
