@@ -410,3 +410,8 @@ def enable_rnn_caching_device(cell) -> None:
     time step), as TF 2.15's canned RNN set it; a cell without that switch is left as it is."""
     if hasattr(cell, "_enable_caching_device"):
         cell._enable_caching_device = True
+
+
+def dataset_variant(dataset: tf.data.Dataset) -> tf.Tensor:
+    """The variant tensor behind a Dataset, which `tf.raw_ops.DatasetToGraphV2` serialises (no public name)."""
+    return dataset._variant_tensor

@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from compat.estimator import input_cache
 from compat.estimator.run_config import RunConfig
 
 _v1 = tf.compat.v1
@@ -191,6 +192,8 @@ class EstimatorBase(abc.ABC):
         self._config = config_with_model_dir(config, model_dir)
         self._model_dir = self._config.model_dir
         self._params = copy.deepcopy(params or {})
+        settings = input_cache.settings_from(getattr(self._config, "input_cache", None))
+        self._input_cache = input_cache.for_settings(settings)
         tf.compat.v1.logging.info("Using config: %s", str(vars(self._config)))
 
     @property

@@ -48,7 +48,7 @@ from compat.estimator.base import (
     write_dict_to_summary,
 )
 from compat.estimator.export import export as export_lib
-from compat.estimator.input_fns import input_fn_kwargs, parse_input_fn_result
+from compat.estimator.input_fns import input_fn_kwargs, input_fn_name, parse_input_fn_result
 from compat.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
 from compat.estimator.run_config import RunConfig, TaskType
 
@@ -311,7 +311,10 @@ class Estimator(EstimatorBase):
         return spec
 
     def _features_and_labels(self, input_fn: Callable, mode: str) -> tuple[Any, Any, list]:
-        return parse_input_fn_result(self._call_input_fn(input_fn, mode))
+        result = self._call_input_fn(input_fn, mode)
+        if isinstance(result, tf.data.Dataset) and mode != ModeKeys.PREDICT:
+            result = self._input_cache.wrap(result, input_fn_name(input_fn), mode)
+        return parse_input_fn_result(result)
 
     def _saver(self, spec: EstimatorSpec) -> tf.compat.v1.train.Saver:
         """The Saver of `spec`'s graph: the scaffold's, the graph's, else TF 2.15's default (sharded)."""
@@ -349,7 +352,10 @@ class Estimator(EstimatorBase):
         hooks = check_hooks(hooks)
         if steps is not None or max_steps is not None:
             hooks.append(_v1.train.StopAtStepHook(num_steps=steps, last_step=max_steps))
-        loss = self._train_model(input_fn, hooks, _check_listeners(saving_listeners))
+        try:
+            loss = self._train_model(input_fn, hooks, _check_listeners(saving_listeners))
+        finally:
+            self._input_cache.publish()
         tf.compat.v1.logging.info("Loss for final step: %s.", loss)
         return self
 
@@ -507,7 +513,12 @@ class Estimator(EstimatorBase):
         with self._new_graph():
             scaffold, update_op, values, all_hooks = self._evaluation_graph(input_fn, hooks, checkpoint_path)
             check_restorable(checkpoint_path)
-            return self._run_evaluation(checkpoint_path, scaffold, update_op, values, all_hooks, self.eval_dir(name))
+            try:
+                return self._run_evaluation(
+                    checkpoint_path, scaffold, update_op, values, all_hooks, self.eval_dir(name)
+                )
+            finally:
+                self._input_cache.publish()
 
     def _run_evaluation(
         self, checkpoint_path: str | None, scaffold, update_op, values: dict, hooks: list, output_dir: str

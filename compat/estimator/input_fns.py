@@ -35,7 +35,7 @@ def _call_capturing_iterators(input_fn: Callable, kwargs: dict) -> Any:
     datasets = [dataset for dataset in datasets if dataset is not None]
     if not datasets:
         return result
-    name = f"{getattr(input_fn, '__module__', '')}.{getattr(input_fn, '__qualname__', repr(input_fn))}"
+    name = input_fn_name(input_fn)
     if name not in _warned_input_fns:
         logging.warning(
             "input_fn %s returned iterator tensors (make_one_shot_iterator(...).get_next()); "
@@ -44,6 +44,11 @@ def _call_capturing_iterators(input_fn: Callable, kwargs: dict) -> Any:
         )
         _warned_input_fns.add(name)
     return datasets[0]
+
+
+def input_fn_name(input_fn: Callable) -> str:
+    """`module.qualified_name` of an input_fn, for log lines."""
+    return f"{getattr(input_fn, '__module__', '')}.{getattr(input_fn, '__qualname__', repr(input_fn))}"
 
 
 def input_fn_kwargs(input_fn: Callable, **candidates: Any) -> dict:

@@ -45,7 +45,13 @@ from compat.estimator.base import (
 )
 from compat.estimator.estimator import Estimator
 from compat.estimator.export import export as export_lib
-from compat.estimator.input_fns import call_input_fn, input_fn_kwargs, split_features_labels, with_input_options
+from compat.estimator.input_fns import (
+    call_input_fn,
+    input_fn_kwargs,
+    input_fn_name,
+    split_features_labels,
+    with_input_options,
+)
 from compat.estimator.model_fn import ModeKeys
 from compat.estimator.run_config import RunConfig
 from compat.estimator.session_hooks import HookRunner
@@ -306,15 +312,16 @@ class KerasEstimator(EstimatorBase):
                 f"training stopped after step {int(self._global_step.numpy())}. The chief's last checkpoint is "
                 f"{self.latest_checkpoint()}: start every task again with the same command to resume from it"
             ) from error
+        finally:
+            self._input_cache.publish()
         return self
 
     def _training_batches(self, input_fn: Callable):
         """An iterator over the training input; under a strategy, one per-replica batch per replica."""
 
         def dataset(input_context=None) -> tf.data.Dataset:
-            made = with_input_options(
-                call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params, input_context=input_context)
-            )
+            made = call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params, input_context=input_context)
+            made = with_input_options(self._input_cache.wrap(made, input_fn_name(input_fn), ModeKeys.TRAIN))
             self._build_metrics(made.element_spec, self._keras_model)
             return made
 
@@ -508,14 +515,18 @@ class KerasEstimator(EstimatorBase):
             )
         step = self._restore(checkpoint_path)
         dataset = call_input_fn(input_fn, ModeKeys.EVAL, self._config, self._params)
+        dataset = self._input_cache.wrap(dataset, input_fn_name(input_fn), ModeKeys.EVAL)
         if steps is not None:
             dataset = dataset.take(steps)
         self._build_metrics(dataset.element_spec)
         dataset = with_input_options(dataset)
-        if callbacks or session_hooks:
-            results = self._evaluate_with_hooks(dataset, step, callbacks, session_hooks)
-        else:
-            results = self._evaluate_batches(dataset)
+        try:
+            if callbacks or session_hooks:
+                results = self._evaluate_with_hooks(dataset, step, callbacks, session_hooks)
+            else:
+                results = self._evaluate_batches(dataset)
+        finally:
+            self._input_cache.publish()
         renames = self._metric_names_map
         metrics: dict[str, Any] = {renames.get(key, key): np.float32(value) for key, value in results.items()}
         metrics["global_step"] = np.int64(step)

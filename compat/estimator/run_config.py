@@ -80,6 +80,7 @@ _REPLACEABLE = (
     "experimental_max_worker_delay_secs",
     "session_creation_timeout_secs",
     "checkpoint_save_graph_def",
+    "input_cache",
 )
 
 _BOTH_CADENCES = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
@@ -432,6 +433,7 @@ class RunConfig:
         experimental_max_worker_delay_secs: int | None = None,
         session_creation_timeout_secs: int = 7200,
         checkpoint_save_graph_def: bool = True,
+        input_cache: bool | str | os.PathLike | None = None,
     ):
         if save_checkpoints_steps is _UNSET and save_checkpoints_secs is _UNSET:
             save_checkpoints_steps, save_checkpoints_secs = None, _DEFAULT_SAVE_SECS
@@ -459,6 +461,7 @@ class RunConfig:
         self._experimental_max_worker_delay_secs = experimental_max_worker_delay_secs
         self._session_creation_timeout_secs = session_creation_timeout_secs
         self._checkpoint_save_graph_def = checkpoint_save_graph_def
+        self._input_cache = input_cache
         _check_settings(self)
         _adopt_experimental_distribute(self)
         self._service = _service(tf_config)
@@ -490,6 +493,9 @@ class RunConfig:
     experimental_max_worker_delay_secs = property(lambda self: self._experimental_max_worker_delay_secs)
     session_creation_timeout_secs = property(lambda self: self._session_creation_timeout_secs)
     checkpoint_save_graph_def = property(lambda self: self._checkpoint_save_graph_def)
+    # Not TF 2.15's: whether the Estimator keeps its input_fns' decoded data between calls (True, the
+    # default; False; or a folder to keep it in for later runs), see compat/estimator/input_cache.py.
+    input_cache = property(lambda self: getattr(self, "_input_cache", None))
     # -- the cluster, from TF_CONFIG -------------------------------------------
     cluster_spec = property(lambda self: self._cluster_spec)
     task_type = property(lambda self: self._task_type)
