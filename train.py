@@ -167,6 +167,16 @@ def fail(message: str, exit_code: int = 2) -> None:
     sys.exit(exit_code)
 
 
+def parse_flags(argv: list[str]) -> list[str]:
+    """absl's flag parsing, with a bad flag given as one line and exit code 2, as for every other bad input
+    (absl's own parser exits 1 after a FATAL line)."""
+    try:
+        return absl_flags.FLAGS(argv)
+    except absl_flags.Error as error:
+        fail(f"{error} (python train.py --help lists every flag with its range)")
+        raise  # not reached: fail exits
+
+
 def predict(model_dir: str, paths: list[str]) -> None:
     """--mode=predict: one line per file, `path<TAB>class<TAB>probability`; exit 1 if a file is unreadable."""
     from compat.predict import Classifier, NoClassifierError, export_dir_of
@@ -194,7 +204,7 @@ def predict(model_dir: str, paths: list[str]) -> None:
 def main(argv: list[str]) -> None:
     if len(argv) > 1 and flags.FLAGS.mode != "predict":
         fail(f"unexpected arguments: {' '.join(argv[1:])} (flags are --name=value)")
-    from compat.atomic import FolderInUseError
+    from compat.atomic import FolderInUseError, FolderNotCreatedError
     from compat.checkpoints import CheckpointMismatchError, NoReadableCheckpointError
     from compat.distribution import UnsupportedStrategyError
     from compat.divergence import TrainingDiverged
@@ -225,6 +235,7 @@ def main(argv: list[str]) -> None:
         DataSourceError,
         FetchError,
         FolderInUseError,
+        FolderNotCreatedError,
         UnsupportedStrategyError,
         NoReadableCheckpointError,
         OtherModesFolderError,
@@ -245,8 +256,12 @@ def main(argv: list[str]) -> None:
     except TrainingDiverged as error:
         fail(str(error), exit_code=1)
     except Exception as error:  # a full disk, a file gone or unreadable: one line, not a traceback
+        from compat.audio import bad_audio_file_message
         from compat.run import last_saved_step, storage_problem
 
+        bad_audio = bad_audio_file_message(error)
+        if bad_audio is not None:
+            fail(bad_audio, exit_code=1)
         problem = storage_problem(error)
         if problem is None:
             raise
@@ -264,4 +279,4 @@ if __name__ == "__main__":
     if {"--help", "-h", "-?", "--helpshort"} & set(sys.argv[1:]):
         print(flags.grouped_help())  # grouped by concern; absl's own help is alphabetical
         sys.exit(0)
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

@@ -52,6 +52,11 @@ class FolderInUseError(RuntimeError):
     """Another live process holds the folder; the message names it."""
 
 
+class FolderNotCreatedError(RuntimeError):
+    """A model folder could not be made (a read-only or virtual file system, a missing parent that cannot
+    be made); the message names it and the system's reason."""
+
+
 def is_remote(path: str) -> bool:
     """A path on one of TensorFlow's file systems other than the local one (`gs://bucket/run`, `ram://x`)."""
     return "://" in path  # flags.py turns file:// into a local path before a path gets here
@@ -330,7 +335,12 @@ def folder_lock(folder: str) -> Iterator[None]:
         )
         yield
         return
-    os.makedirs(folder, exist_ok=True)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise FolderNotCreatedError(
+            f"'{folder}' cannot be made ({error.strerror}): give a `model_dir` in a place this user can write"
+        ) from error
     path = os.path.join(folder, _FOLDER_LOCK)
     while True:
         stream = open(path, "a+")

@@ -43,6 +43,18 @@ class BadAudioFileError(ValueError):
         )
 
 
+def bad_audio_file_message(error: BaseException) -> str | None:
+    """The BadAudioFileError message inside an error a tf.data pipeline raised while decoding (TensorFlow
+    wraps it, with the Python traceback, in an OpError's text); None when there is none."""
+    if isinstance(error, BadAudioFileError):
+        return str(error)
+    marker = f"{BadAudioFileError.__module__}.{BadAudioFileError.__name__}: "
+    for line in str(getattr(error, "message", error)).splitlines():
+        if marker in line:
+            return line.split(marker, 1)[1].strip()
+    return None
+
+
 class BadFileLog:
     """Thread-safe record of the files skipped because they could not be decoded."""
 

@@ -96,7 +96,7 @@ def train_in_process(*flags: str) -> Result:
     """train.py's flag parsing and main() in this process, with the flags restored afterwards.
 
     The same code path as the CLI without paying a TensorFlow import per call;
-    a flag that fails parsing or validation gives exit code 2 and absl's message.
+    a flag that fails parsing or validation exits as the CLI does.
     """
     import contextlib
     import io
@@ -118,11 +118,8 @@ def train_in_process(*flags: str) -> Result:
     with flagsaver.flagsaver(), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         absl_flags.FLAGS.unparse_flags()
         try:
-            argv = absl_flags.FLAGS(["train.py", *flags])
+            argv = train.parse_flags(["train.py", *flags])
             train.main(argv)
-        except absl_flags.Error as error:
-            print(f"FATAL Flags parsing error: {error}", file=sys.stderr)
-            code = 2
         except SystemExit as exit_:
             code = exit_.code if isinstance(exit_.code, int) else 1
         finally:

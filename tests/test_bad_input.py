@@ -316,3 +316,24 @@ def test_a_full_disk_while_the_cache_is_written(tiny_data, tmp_path):
     result = subprocess.run(common, capture_output=True, text=True, timeout=300, cwd=REPO)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["steps"] == 6
+
+
+def test_a_non_audio_file_named_wav_stops_train_py_with_one_line_naming_it(tmp_path):
+    data_dir = write_class_folders(tmp_path / "data", per_class=6)
+    bad = os.path.join(data_dir, "high", "notes.wav")
+    with open(bad, "w") as stream:
+        stream.write("not audio at all")
+    result = train_in_process("--dataset=folder", f"--data_dir={data_dir}", f"--model_dir={tmp_path / 'run'}",
+                              f"--cache_dir={tmp_path / 'cache'}", "--max_steps=4")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(f"train.py: error: cannot read audio file '{bad}'")
+    assert "--skip_bad_files" in result.stderr
+
+
+def test_a_model_folder_that_cannot_be_made_is_one_line_naming_it(tmp_path):
+    result = train_in_process("--model_dir=/proc/no-such-run", "--max_steps=4")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "train.py: error: '/proc/no-such-run' cannot be made (No such file or directory): give a --model_dir in "
+        "a place this user can write")

@@ -371,3 +371,13 @@ def test_the_library_speaks_of_settings_and_train_py_of_flags():
                         assert not re.search(r"(^|[\s(])--[a-z]", constant.value), (path, constant.value)
     assert train.in_flag_terms("set `cache_dir` to a folder, or `cache=none`; `nonsense` stays") == \
         "set --cache_dir to a folder, or --cache=none; `nonsense` stays"
+
+
+def test_a_bad_flag_on_the_command_line_exits_2_with_one_line(tmp_path):
+    result = subprocess.run([sys.executable, os.path.join(REPO, "train.py"), "--batch_size=0",
+                             f"--model_dir={tmp_path / 'x'}"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "train.py: error: flag --batch_size=0: 0 is not a positive integer "
+        "(python train.py --help lists every flag with its range)"]
+    assert not (tmp_path / "x").exists()
