@@ -253,8 +253,9 @@ class Run:
         atomic.write_file(self.path("confusion_matrix.png"), lambda path: charts.confusion_png(path, matrix, names))
         return {
             "confusion_matrix": matrix.tolist(),
-            "per_class_accuracy": {
-                name: round(float(matrix[i, i] / max(matrix[i].sum(), 1)), 4) for i, name in enumerate(names)
+            "per_class_accuracy": {  # null for a class without test clips: nothing was measured
+                name: round(float(matrix[i, i] / matrix[i].sum()), 4) if matrix[i].sum() else None
+                for i, name in enumerate(names)
             },
         }
 
@@ -373,5 +374,6 @@ def open_run(
         if mode is not None:
             check_folder_mode(model_dir, mode)
         index = data.index(source, pipeline)
+        index.log_summary()
         plan = plan_steps(train, index.size("train"), pipeline.batch_size)
         yield Run(source, pipeline, model_config, train, model_dir, index, plan, started, strategy)

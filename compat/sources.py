@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 
 from absl import logging
 
@@ -74,7 +75,7 @@ class LabelledFile:
     path: str
     label: str
     group: str  # files of one group never land in two splits
-    split: str | None  # None: decided by a hash of `group`
+    split: str | None  # None: drawn per class by `stratified_splits`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,14 +234,39 @@ def list_manifest(manifest: str) -> list[LabelledFile]:
     return files
 
 
-def hash_split(group: str, eval_fraction: float, test_fraction: float) -> str:
-    """A stable split for `group`: the same on every machine and run."""
-    position = int.from_bytes(hashlib.sha256(group.encode()).digest()[:8], "big") / 2**64
-    if position < eval_fraction:
-        return "eval"
-    if position < eval_fraction + test_fraction:
-        return "test"
-    return "train"
+def split_position(group: str) -> float:
+    """Where `group` falls in [0, 1): a hash, the same on every machine and run."""
+    return int.from_bytes(hashlib.sha256(group.encode()).digest()[:8], "big") / 2**64
+
+
+def _share(count: int, fraction: float) -> int:
+    """Groups of a class of `count` for a split of `fraction`: at least one once the class has three."""
+    return max(1, round(count * fraction)) if fraction > 0 and count >= 3 else round(count * fraction)
+
+
+def stratified_splits(files: Sequence[LabelledFile], eval_fraction: float, test_fraction: float) -> tuple[str, ...]:
+    """Each file's split: its own, or one drawn so that every class is split in the given fractions.
+
+    Within a class, the groups without a split of their own are ordered by
+    `split_position`: the first `eval_fraction` of them go to eval, the next
+    `test_fraction` to test, the rest to train. A class of three or more such
+    groups gets at least one in each split whose fraction is above zero (a hash
+    alone left classes of 30 files out of the test split), and the files of one
+    group always share a split.
+    """
+    groups_of_label: dict[str, set[str]] = {}
+    for file in files:
+        if file.split is None:
+            groups_of_label.setdefault(file.label, set()).add(file.group)
+    split_of_group: dict[tuple[str, str], str] = {}
+    for label, groups in groups_of_label.items():
+        ordered = sorted(groups, key=lambda group: (split_position(group), group))
+        count = len(ordered)
+        evals = _share(count, eval_fraction)
+        tests = min(_share(count, test_fraction), count - evals)
+        for rank, group in enumerate(ordered):
+            split_of_group[label, group] = "eval" if rank < evals else "test" if rank < evals + tests else "train"
+    return tuple(file.split or split_of_group[file.label, file.group] for file in files)
 
 
 def list_source(source: DataSource, cache_dir: str) -> list[LabelledFile]:
@@ -305,6 +331,32 @@ class SourceIndex:
             tuple(self.stats[i] for i in chosen),
         )
 
+    def log_summary(self) -> None:
+        """One line with the class count and the split sizes; a warning per split that lacks a class, whose
+        metrics there are then null."""
+        sizes = {split: self.splits.count(split) for split in ("train", "eval", "test")}
+        logging.info(
+            "%s: %d files in %d classes; train %d, eval %d, test %d",
+            self.source.describe(),
+            len(self),
+            len(self.class_names),
+            sizes["train"],
+            sizes["eval"],
+            sizes["test"],
+        )
+        for split in ("eval", "test"):
+            present = {label for label, s in zip(self.labels, self.splits) if s == split}
+            missing = [name for name in self.class_names if name not in present]
+            if missing and sizes[split]:
+                logging.warning(
+                    "The %s split has no clips of %d class(es): %s; their %s metrics are null. Add files of "
+                    "them, or give files that split in a manifest",
+                    split,
+                    len(missing),
+                    ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else ""),
+                    split,
+                )
+
     def size(self, split: str) -> int:
         """Files in `split` (before any unreadable ones are skipped)."""
         wanted = "test" if split == "predict" else split
@@ -330,12 +382,12 @@ def build_index(
 ) -> SourceIndex:
     """Lists `source` once (downloading or generating it into `cache_dir` first if needed).
 
-    Files without a split of their own are split by a hash of their group.
+    Files without a split of their own are split per class (`stratified_splits`).
     Class names are the sorted labels of the training split (or `class_names`
     when given), so every split of a source shares one label index.
     """
     files = list_source(source, cache_dir)
-    splits = tuple(f.split or hash_split(f.group, eval_fraction, test_fraction) for f in files)
+    splits = stratified_splits(files, eval_fraction, test_fraction)
     labels = tuple(f.label for f in files)
     names = class_names or tuple(sorted({label for label, s in zip(labels, splits) if s == "train"}))
     return SourceIndex(

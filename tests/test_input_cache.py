@@ -34,7 +34,7 @@ def wav_pipeline(data_dir: str, train: bool = True) -> tf.data.Dataset:
         return audio[:4000, 0], label
 
     def features(wave, label):
-        return {"energy": tf.reduce_sum(tf.abs(tf.signal.stft(wave, 256, 128)), axis=0)}, label
+        return {"energy": tf.math.log1p(tf.reduce_mean(tf.abs(tf.signal.stft(wave, 256, 128)), axis=0))}, label
 
     dataset = tf.data.Dataset.from_tensor_slices((paths, labels)).map(decode)
     if train:
@@ -133,7 +133,7 @@ def test_settings_from_run_config_and_the_environment(monkeypatch, tmp_path):
 
 
 def _model_fn(features, labels, mode):
-    logits = tf.compat.v1.layers.dense(features["energy"], 3)
+    logits = tf.compat.v1.layers.dense(features["energy"], 3, kernel_initializer=tf.compat.v1.zeros_initializer())
     loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
     train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
         loss, global_step=tf.compat.v1.train.get_global_step()
@@ -142,6 +142,7 @@ def _model_fn(features, labels, mode):
 
 
 def _keras_model() -> tf.keras.Model:
+    tf.keras.utils.set_random_seed(0)  # the same initial weights with and without the cache
     inputs = tf.keras.Input((129,), name="energy")
     model = tf.keras.Model(inputs, tf.keras.layers.Dense(3)(inputs))
     model.compile("sgd", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -167,6 +168,7 @@ def test_both_engines_replay_an_input_fn_and_evaluate_as_without_the_cache(engin
             second = made.evaluate(input_fn)
         results[setting] = (first, second)
     (first_off, _), (first_on, second_on) = results[False], results[str(tmp_path / "cache")]
-    assert first_off["loss"] == pytest.approx(first_on["loss"], rel=1e-6)
-    assert second_on["loss"] == pytest.approx(first_on["loss"], rel=1e-6)
+    assert first_on["loss"] > 0.01  # a model still learning: equal losses mean equal inputs
+    assert first_off["loss"] == pytest.approx(first_on["loss"], rel=1e-5)
+    assert second_on["loss"] == pytest.approx(first_on["loss"], rel=1e-5)
     assert "(eval) replays its deterministic stages" in caplog.text

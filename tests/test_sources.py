@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from compat import synthetic
-from compat.sources import DataSource, DataSourceError, hash_split, list_split
+from compat.sources import DataSource, DataSourceError, LabelledFile, list_split, stratified_splits
 from conftest import fsdd_dir, write_class_folders
 
 
@@ -26,11 +26,20 @@ def test_folder_source_labels_by_subfolder_and_splits_are_disjoint(tmp_path):
         assert os.path.basename(os.path.dirname(path)) == train.class_names[label]
 
 
-def test_hash_split_is_stable_and_keeps_groups_together():
-    assert hash_split("speaker_a", 0.1, 0.1) == hash_split("speaker_a", 0.1, 0.1)
-    fractions = [hash_split(f"file{i}", 0.1, 0.2) for i in range(2000)]
-    assert 0.07 < fractions.count("eval") / 2000 < 0.13
-    assert 0.17 < fractions.count("test") / 2000 < 0.23
+def test_splits_are_stratified_stable_and_keep_groups_together():
+    files = [LabelledFile(f"{label}/{i}.wav", label, f"{label}/speaker{i // 2}", None)
+             for label in ("a", "b", "c") for i in range(60)]
+    files.append(LabelledFile("c/fixed.wav", "c", "c/fixed", "test"))
+    splits = stratified_splits(files, 0.1, 0.2)
+    assert splits == stratified_splits(list(files), 0.1, 0.2)
+    assert splits[-1] == "test"  # a split of its own is kept
+    for label in ("a", "b", "c"):  # 30 groups per class: 3 eval, 6 test, 21 train
+        mine = [split for file, split in zip(files, splits) if file.label == label and file.split is None]
+        assert (mine.count("eval"), mine.count("test"), mine.count("train")) == (6, 12, 42)
+    for first, second in zip(splits[0:180:2], splits[1:180:2]):  # the two files of a speaker
+        assert first == second
+    few = [LabelledFile(f"x/{i}.wav", "x", f"x/{i}", None) for i in range(3)]
+    assert sorted(stratified_splits(few, 0.1, 0.1)) == ["eval", "test", "train"]
 
 
 def test_manifest_with_and_without_split_column(tmp_path):

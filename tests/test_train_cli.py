@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO, run_train, start_paused, train_in_process
+from conftest import REPO, run_train, start_paused, train_in_process, write_class_folders
 
 TINY = ["--clip_seconds=0.5", "--batch_size=8", "--model=cnn", "--width=4", "--depth=1",
         "--crop_margin_ms=50", "--time_shift_ms=50"]
@@ -381,3 +381,20 @@ def test_a_bad_flag_on_the_command_line_exits_2_with_one_line(tmp_path):
         "train.py: error: flag --batch_size=0: 0 is not a positive integer "
         "(python train.py --help lists every flag with its range)"]
     assert not (tmp_path / "x").exists()
+
+
+def test_a_class_without_test_clips_is_logged_and_its_accuracy_is_null(tmp_path, caplog):
+    import logging
+
+    data_dir = write_class_folders(tmp_path / "data", classes=("high", "low"), per_class=10)
+    write_class_folders(tmp_path / "data", classes=("rare",), per_class=2)  # too few to reach every split
+    with caplog.at_level(logging.INFO, logger="absl"):
+        result = train_in_process("--dataset=folder", f"--data_dir={data_dir}", f"--model_dir={tmp_path / 'run'}",
+                                  f"--cache_dir={tmp_path / 'cache'}", "--max_steps=2", "--batch_size=4",
+                                  "--export=false", "--verbosity=0")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "22 files in 3 classes; train 18, eval 2, test 2" in caplog.text  # 1 + 1 of each class of 10
+    assert "The test split has no clips of 1 class(es): rare" in caplog.text
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["per_class_accuracy"]["rare"] is None
+    assert all(isinstance(metrics["per_class_accuracy"][name], float) for name in ("high", "low"))

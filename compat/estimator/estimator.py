@@ -312,9 +312,14 @@ class Estimator(EstimatorBase):
 
     def _features_and_labels(self, input_fn: Callable, mode: str) -> tuple[Any, Any, list]:
         result = self._call_input_fn(input_fn, mode)
-        if isinstance(result, tf.data.Dataset) and mode != ModeKeys.PREDICT:
-            result = self._input_cache.wrap(result, input_fn_name(input_fn), mode)
-        return parse_input_fn_result(result)
+        if not isinstance(result, tf.data.Dataset) or mode == ModeKeys.PREDICT:
+            return parse_input_fn_result(result)
+
+        def cached() -> tf.data.Dataset | None:
+            rewritten = self._input_cache.wrap(result, input_fn_name(input_fn), mode)
+            return None if rewritten is result else rewritten
+
+        return parse_input_fn_result(result, cached)
 
     def _saver(self, spec: EstimatorSpec) -> tf.compat.v1.train.Saver:
         """The Saver of `spec`'s graph: the scaffold's, the graph's, else TF 2.15's default (sharded)."""

@@ -89,25 +89,36 @@ def split_features_labels(element: Any) -> tuple[Any, Any]:
 
 
 class DatasetInitializerHook(tf.compat.v1.train.SessionRunHook):
-    """Initialises an input_fn's dataset iterator once the session exists."""
+    """Initialises an input_fn's dataset iterator once the session exists.
 
-    def __init__(self, iterator) -> None:
+    `replacement`, when given, is called once the whole graph is built and may
+    return a dataset of the same structure to read instead (the input cache's
+    rewrite): made then, its ops come after the model's, so the op-level seeds
+    TF 2.15 gave the model's initialisers stay the same.
+    """
+
+    def __init__(self, iterator, replacement: Callable[[], tf.data.Dataset | None] | None = None) -> None:
         self._iterator = iterator
+        self._replacement = replacement
 
     def begin(self):
-        self._initializer = self._iterator.initializer
+        dataset = self._replacement() if self._replacement is not None else None
+        self._initializer = self._iterator.initializer if dataset is None else self._iterator.make_initializer(dataset)
 
     def after_create_session(self, session, coord):
         session.run(self._initializer)
 
 
-def parse_input_fn_result(result: Any) -> tuple[Any, Any, list]:
+def parse_input_fn_result(
+    result: Any, replacement: Callable[[], tf.data.Dataset | None] | None = None
+) -> tuple[Any, Any, list]:
     """`(features, labels, hooks)` in the current graph from what a graph-mode input_fn returned: a Dataset
-    is read through an initializable iterator that a hook initialises."""
+    is read through an initializable iterator that a hook initialises (from `replacement()`'s dataset when
+    that gives one)."""
     hooks = []
     if isinstance(result, tf.data.Dataset):
         iterator = tf.compat.v1.data.make_initializable_iterator(result)
-        hooks.append(DatasetInitializerHook(iterator))
+        hooks.append(DatasetInitializerHook(iterator, replacement))
         result = iterator.get_next()
     return (*split_features_labels(result), hooks)
 
