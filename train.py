@@ -107,19 +107,34 @@ def tune(configs: flags.Configs) -> None:
     print(f"{summary}; train it with: python train.py --flagfile={best_flags} --mode=keras")
 
 
-def _quiet_tensorflow_logs() -> None:
+# What --mode=estimator still logs at INFO from the Estimator's own files: each evaluation's results
+# and the input cache's one line. The rest (each hook made, each graph finalised, every
+# --log_every_steps step's loss and rate) is what TF 2.15 printed, and already in TensorBoard.
+_ESTIMATOR_LINES_KEPT = ("Saving dict for global step", "input_fn ")
+
+
+def _quiet_tensorflow_logs(mode: str) -> None:
     """Drops TensorFlow's own INFO lines (each checkpoint shard's timing, SavedModel internals, "input
     names with unsupported characters"): nothing in them is for a user to act on. TensorFlow logs
     them through absl, as this toolkit does, so they are told apart by the file that logs them;
-    warnings and errors still show."""
+    warnings and errors still show. In --mode=estimator the Estimator's own INFO lines go too, but
+    for the evaluations' results, so that it is as quiet as --mode=keras; --verbosity=1 shows them."""
     import logging
 
     from absl import logging as absl_logging
 
     tensorflow_package = os.sep + "tensorflow" + os.sep
+    estimator_package = os.sep + os.path.join("compat", "estimator") + os.sep
+    quiet_estimator = mode == "estimator" and absl_logging.get_verbosity() < absl_logging.DEBUG
 
     def keep(record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING or tensorflow_package not in record.pathname
+        if record.levelno >= logging.WARNING:
+            return True
+        if tensorflow_package in record.pathname:
+            return False
+        if quiet_estimator and estimator_package in record.pathname:
+            return str(record.msg).startswith(_ESTIMATOR_LINES_KEPT)
+        return True
 
     for logger in (absl_logging.get_absl_logger(), logging.getLogger("tensorflow")):
         logger.addFilter(keep)
@@ -216,7 +231,7 @@ def main(argv: list[str]) -> None:
         configs = flags.configs_from_flags()
     except ValueError as error:  # a config's own check: names the field, which is the flag
         fail(str(error))
-    _quiet_tensorflow_logs()
+    _quiet_tensorflow_logs(configs.mode)
     if configs.mode == "predict":
         predict(configs.model_dir, argv[1:])
         return

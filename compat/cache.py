@@ -310,7 +310,6 @@ def through_disk_cache(
     elements: int,
     describe: Callable[[], dict],
     complete_now: bool,
-    written_now: bool = False,
     split: str = "?",
 ) -> CachedSplit:
     """The cached split under `key`: read on a hit, written through on a miss.
@@ -331,22 +330,7 @@ def through_disk_cache(
     if os.path.isdir(final):
         problem = damage(final)
         if problem is None:
-            entry = _read_entry(final)
-            with contextlib.suppress(OSError):  # a read-only cache is still read
-                os.utime(os.path.join(final, "meta.json"))  # last use, for pruning
-            logging.info(
-                "Dataset cache hit: %s (%s split, %d examples, %.1f MB)",
-                key,
-                entry.description.get("split", "?"),
-                entry.examples,
-                entry.size_bytes / 1e6,
-            )
-            return CachedSplit(None, final, entry.examples)
-        if written_now:
-            raise OSError(
-                f"the cache entry {final} was damaged as soon as it was written ({problem}): check the "
-                "disk, or use `cache=memory` or `cache=none`"
-            )
+            return _open_entry(final, key)
         logging.warning("Dataset cache entry %s is damaged (%s): discarding it and building it again", final, problem)
         try:
             atomic.discard(final)
@@ -404,7 +388,35 @@ def through_disk_cache(
             f"the {split} split could not be cached in {cache_dir}: {str(error).strip().splitlines()[0]}"
         ) from error
     atomic.remove_own(temp)  # published as hard links (or copies): the temporary files are spare
-    return through_disk_cache(cache_dir, key, build, elements, describe, complete_now, written_now=True, split=split)
+    problem = damage(final)
+    if problem is not None:
+        raise OSError(
+            f"the cache entry {final} was damaged as soon as it was written ({problem}): check the "
+            "disk, or use `cache=memory` or `cache=none`"
+        )
+    return _open_entry(final, key)
+
+
+# Keys whose hit was logged: a split is read several times in a run (validation, test, the export's check),
+# and one line says what the later ones would.
+_logged_hits: set[str] = set()
+
+
+def _open_entry(final: str, key: str) -> CachedSplit:
+    """The published, undamaged entry in `final`, its last use stamped (for pruning)."""
+    entry = _read_entry(final)
+    with contextlib.suppress(OSError):  # a read-only cache is still read
+        os.utime(os.path.join(final, "meta.json"))
+    log = logging.info if key not in _logged_hits else logging.debug
+    _logged_hits.add(key)
+    log(
+        "Dataset cache hit: %s (%s split, %d examples, %.1f MB)",
+        key,
+        entry.description.get("split", "?"),
+        entry.examples,
+        entry.size_bytes / 1e6,
+    )
+    return CachedSplit(None, final, entry.examples)
 
 
 def list_entries(cache_dir: str) -> list[CacheEntry]:

@@ -38,24 +38,37 @@ from compat import atomic, charts, data, tf_internals
 from compat.config import PipelineConfig, TrainConfig, TuneConfig, replace_fields
 from compat.run import NanGuard, Run, StopAtMaxSteps, TrainingClock, plan_steps
 
+# Choices the default space leaves out on a machine without a GPU: there a width-64 2-D CNN at batch 128
+# takes ~12 s a step on two cores, and a "short" 2-trial search took 10 minutes.
+_GPU_ONLY: dict[str, list[Any]] = {"model": ["cnn"], "width": [64], "batch_size": [128]}
 
-def _space() -> dict[str, Callable[[keras_tuner.HyperParameters], Any]]:
-    """The default search space: flag name -> how a trial picks its value."""
+
+def _space(accelerated: bool) -> dict[str, Callable[[keras_tuner.HyperParameters], Any]]:
+    """The default search space: flag name -> how a trial picks its value; sized for the machine
+    (`accelerated`: a GPU is visible), so that a few trials on two CPU cores take minutes, not tens."""
+
+    def choices(name: str, values: list) -> list:
+        return values if accelerated else [value for value in values if value not in _GPU_ONLY.get(name, [])]
+
     return {
         # pipeline settings that change what the model learns
-        "batch_size": lambda hp: hp.Choice("batch_size", [32, 64, 128]),
+        "batch_size": lambda hp: hp.Choice("batch_size", choices("batch_size", [32, 64, 128])),
         "shuffle_buffer": lambda hp: hp.Choice("shuffle_buffer", [256, 1024, 4096]),
         "n_mels": lambda hp: hp.Choice("n_mels", [32, 40, 64]),
         "frame_length_ms": lambda hp: hp.Choice("frame_length_ms", [20.0, 25.0, 32.0]),
         "time_shift_ms": lambda hp: hp.Choice("time_shift_ms", [0.0, 50.0, 100.0]),
         "noise_stddev": lambda hp: hp.Choice("noise_stddev", [0.0, 0.05, 0.1]),
         # model settings
-        "model": lambda hp: hp.Choice("model", models.names()),
-        "width": lambda hp: hp.Choice("width", [16, 32, 64]),
-        "depth": lambda hp: hp.Int("depth", 1, 4),
+        "model": lambda hp: hp.Choice("model", choices("model", models.names())),
+        "width": lambda hp: hp.Choice("width", choices("width", [16, 32, 64])),
+        "depth": lambda hp: hp.Int("depth", 1, 4 if accelerated else 3),
         "dropout": lambda hp: hp.Choice("dropout", [0.0, 0.2, 0.4]),
         "learning_rate": lambda hp: hp.Float("learning_rate", 3e-4, 1e-2, sampling="log"),
     }
+
+
+def has_gpu() -> bool:
+    return bool(tf.config.list_logical_devices("GPU"))
 
 
 class CannotResumeError(RuntimeError):
@@ -71,11 +84,26 @@ def objective(spec: str) -> keras_tuner.Objective:
 class AudioHyperModel(keras_tuner.HyperModel):
     """Builds and fits one trial of a run; `fixed` names the settings the user set, which are not searched."""
 
-    def __init__(self, run: Run, fixed: frozenset[str], objective_spec: str = TuneConfig.objective):
+    def __init__(
+        self,
+        run: Run,
+        fixed: frozenset[str],
+        objective_spec: str = TuneConfig.objective,
+        max_trials: int | None = None,
+        accelerated: bool | None = None,
+    ):
         super().__init__()
         self.run = run
         self.objective = objective(objective_spec)
-        self.searched = {name: pick for name, pick in _space().items() if name not in fixed}
+        accelerated = has_gpu() if accelerated is None else accelerated
+        if not accelerated:
+            logging.info(
+                "No GPU: the search space leaves out %s (slow on a CPU); set them as flags to train them",
+                ", ".join(f"{name}={'/'.join(map(str, values))}" for name, values in _GPU_ONLY.items()),
+            )
+        self.searched = {name: pick for name, pick in _space(accelerated).items() if name not in fixed}
+        self._max_trials = max_trials
+        self._trial_seconds: list[float] = []
 
     def configs(self, hp: keras_tuner.HyperParameters) -> tuple[PipelineConfig, models.ModelConfig, TrainConfig]:
         """The trial's (pipeline, model, train) configs: the run's configs with the searched values."""
@@ -135,6 +163,7 @@ class AudioHyperModel(keras_tuner.HyperModel):
         if nan_guard.error is not None:
             raise keras_tuner.errors.FailedTrialError(str(nan_guard.error))
         metrics = {name: (min if "loss" in name else max)(values) for name, values in history.history.items()}
+        self._log_estimate(time.perf_counter() - started)
         return {
             **metrics,
             "wall_seconds": time.perf_counter() - started,
@@ -144,6 +173,23 @@ class AudioHyperModel(keras_tuner.HyperModel):
             "seconds_to_best": self._seconds_to_best(history.history, clock.period_ends),
             "steps": float(model.optimizer.iterations.numpy()),
         }
+
+    def _log_estimate(self, seconds: float) -> None:
+        """After each trial in this process: how long the rest of the search should take at this pace."""
+        self._trial_seconds.append(seconds)
+        if self._max_trials is None:
+            return
+        left = self._max_trials - len(self._trial_seconds)
+        if left > 0:
+            pace = sum(self._trial_seconds) / len(self._trial_seconds)
+            logging.info(
+                "Trial took %.0f s; at %.0f s a trial, the %d left of --max_trials=%d take about %.0f min",
+                seconds,
+                pace,
+                left,
+                self._max_trials,
+                pace * left / 60,
+            )
 
     def _seconds_to_best(self, history: dict, period_ends: list[float]) -> float:
         """Wall seconds from the trial's first period to the end of the period with its best objective."""
@@ -355,7 +401,7 @@ def search(run: Run, config: TuneConfig, fixed: frozenset[str]) -> SearchResult 
     """Runs (or resumes) the search; returns what it found, or None on a tuning worker (its chief reports)."""
     folder = run.path("tuning")
     os.makedirs(folder, exist_ok=True)
-    hypermodel = AudioHyperModel(run, fixed, config.objective)
+    hypermodel = AudioHyperModel(run, fixed, config.objective, max_trials=config.max_trials)
     tuner = make_tuner(hypermodel, config, run.train.seed, folder)
     if not is_tuning_worker():
         resume_whole(tuner)

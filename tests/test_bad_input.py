@@ -1,6 +1,6 @@
 """The bad-input catalogue: each kind of bad input gets a message naming it and what to do, and loses nothing.
 
-The README's "Bad input" table lists every kind with what happens; each row
+The "Bad input" table of docs/faults.md lists every kind with what happens; each row
 points at the test here (or the one elsewhere) that shows it. Everything runs
 in this process except the full disk, which needs a process of its own.
 """

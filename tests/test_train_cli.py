@@ -89,6 +89,10 @@ def test_estimator_mode_writes_the_same_metrics_and_estimator_files(tiny_data, t
     assert result.returncode == 0, result.stderr[-3000:]
     _assert_nothing_private([model_dir / "export"], [secret, str(tmp_path), os.path.expanduser("~") + os.sep, REPO])
     assert "test accuracy" in result.stdout
+    # As quiet as keras mode: each evaluation's results, not TF 2.15's lines for every hook and graph.
+    assert "Saving dict for global step" in result.stderr
+    noisy = ("Calling model_fn", "Graph was finalized", "Using config", "Create CheckpointSaverHook", ", step = ")
+    assert [line for line in noisy if line in result.stderr] == []
     metrics = json.loads((model_dir / "metrics.json").read_text())
     assert {"test_accuracy", "test_loss", "steps", "wall_seconds", "examples_per_second"} <= set(metrics)
     steps = metrics["steps"]

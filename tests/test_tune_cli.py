@@ -30,6 +30,7 @@ def test_a_search_writes_best_flags_tables_and_hparams_and_the_best_trains(tiny_
     result = run_train(*_common(tiny_data, tmp_path), "--batch_size=8", "--model=cnn", "--width=4", "--depth=1",
                     "--n_mels=20", "--frame_length_ms=25", "--max_trials=3", f"--model_dir={model_dir}")
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "the 2 left of --max_trials=3 take about" in result.stderr  # a time estimate after the first trial
     # Same pre-cache settings in every trial: one train and one eval entry serve all three.
     from compat import cache
 
@@ -149,3 +150,21 @@ def test_each_trial_trains_the_flags_budget_numbered_as_keras_tuner_logs_and_the
     # The fastest completed trial is on the front: nothing is faster, so nothing beats it on both.
     fastest = max(rows, key=lambda row: float(row["train_examples_per_second"]))["trial"]
     assert f"{fastest}.flags" in pareto_flags
+
+
+def test_the_default_space_is_sized_for_the_machine():
+    import keras_tuner
+
+    from compat import tuning
+
+    def values(accelerated: bool) -> dict:
+        hp = keras_tuner.HyperParameters()
+        for pick in tuning._space(accelerated).values():
+            pick(hp)
+        return {p.name: list(p.values) if hasattr(p, "values") else (p.min_value, p.max_value) for p in hp.space}
+
+    cpu, gpu = values(False), values(True)
+    assert "cnn" in gpu["model"] and "cnn" not in cpu["model"] and cpu["model"]
+    assert max(cpu["width"]) == 32 and max(gpu["width"]) == 64
+    assert max(cpu["batch_size"]) == 64 and max(gpu["batch_size"]) == 128
+    assert cpu["depth"] == [1, 2, 3] and gpu["depth"] == [1, 2, 3, 4]
