@@ -23,7 +23,7 @@ absl_flags.adopt_module_key_flags(flags)  # --help lists them
 
 def train_model(configs: flags.Configs) -> None:
     """--mode=keras or --mode=estimator: train, evaluate the test split, print the result."""
-    from compat import distribution, estimator_mode, keras_mode, run
+    from compat import distribution, estimator_mode, keras_mode, model_folder, run
 
     distribution.check_cluster(configs.mode)
     strategy = distribution.strategy_for(configs.distribution)  # first: MultiWorkerMirrored needs startup
@@ -41,7 +41,7 @@ def train_model(configs: flags.Configs) -> None:
     ) as this:
         # A resumed run keeps the flags.txt it was started with until it ends: a run refused for
         # restoring another model's checkpoint must not lose the flags that model was trained with.
-        resuming = run.last_saved_step(configs.model_dir) is not None
+        resuming = model_folder.last_saved_step(configs.model_dir) is not None
         if chief and not resuming:
             flags.save_flagfile(this.path("flags.txt"))
         metrics = mode.train_and_evaluate(this)
@@ -150,7 +150,7 @@ def _interrupted(model_dir: str):
     """
 
     def handler(signum, frame) -> None:
-        from compat.run import last_saved_step
+        from compat.model_folder import last_saved_step
 
         step = last_saved_step(model_dir)
         saved = f"its last checkpoint is at step {step}" if step is not None else "no checkpoint was saved yet"
@@ -224,7 +224,7 @@ def main(argv: list[str]) -> None:
     from compat.distribution import UnsupportedStrategyError
     from compat.divergence import TrainingDiverged
     from compat.fetch import FetchError
-    from compat.run import OtherModesFolderError
+    from compat.model_folder import OtherModesFolderError
     from compat.sources import DataSourceError
 
     try:
@@ -272,7 +272,8 @@ def main(argv: list[str]) -> None:
         fail(str(error), exit_code=1)
     except Exception as error:  # a full disk, a file gone or unreadable: one line, not a traceback
         from compat.audio import bad_audio_file_message
-        from compat.run import last_saved_step, storage_problem
+        from compat.faults import storage_problem
+        from compat.model_folder import last_saved_step
 
         bad_audio = bad_audio_file_message(error)
         if bad_audio is not None:

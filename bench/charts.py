@@ -5,7 +5,7 @@ Each function takes a table's numbers as they were printed and writes one PNG.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 
 def _pyplot():

@@ -27,9 +27,9 @@ row's figure: the second epoch, except builder_cold's first.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
-import os
 import subprocess
 import sys
 import tempfile
@@ -39,7 +39,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
-
 from founding import founding_dataset  # noqa: E402  (bench/, this script's folder, is on the path)
 
 flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)

@@ -28,7 +28,8 @@ from absl import app, flags
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from bench.tf215 import run as run_program, tf215_python  # noqa: E402
+from bench.tf215 import run as run_program  # noqa: E402
+from bench.tf215 import tf215_python
 
 flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
 flags.DEFINE_integer("rounds", 2, "Interleaved rounds (medians are reported).", lower_bound=1)

@@ -29,7 +29,8 @@ import tensorflow as tf
 
 from compat import atomic, estimator
 from compat.estimator.early_stopping import read_eval_metrics
-from compat.run import Run, last_saved_step
+from compat.model_folder import last_saved_step
+from compat.run import Run
 
 
 def train_and_evaluate(run: Run) -> dict | None:

@@ -29,9 +29,10 @@ import tensorflow as tf
 from absl import logging
 
 from compat import atomic, summaries
+from compat.callbacks import NanGuard, StopAtMaxSteps, TrainingClock
 from compat.checkpoints import restore_newest_readable
 from compat.exports import export_keras_model
-from compat.run import NanGuard, Run, StopAtMaxSteps, TrainingClock
+from compat.run import Run
 
 
 class _TensorBoard(keras.callbacks.Callback):

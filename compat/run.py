@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import math
 import os
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -28,7 +26,7 @@ import tensorflow as tf
 import models
 from compat import atomic, charts, data
 from compat.config import PipelineConfig, TrainConfig
-from compat.divergence import TrainingDiverged, is_finite
+from compat.model_folder import check_folder_mode
 from compat.sources import DataSource, SourceIndex
 
 _MAX_AUTO_STEPS_PER_EXECUTION = 64  # progress and stop requests are seen at least this often
@@ -62,18 +60,6 @@ class StepPlan:
         return max(d for d in range(1, min(both, _MAX_AUTO_STEPS_PER_EXECUTION) + 1) if both % d == 0)
 
 
-class StopAtMaxSteps(keras.callbacks.Callback):
-    """Ends `fit` at `max_steps` exactly: the last period is cut short, then validated and saved."""
-
-    def __init__(self, max_steps: int) -> None:
-        super().__init__()
-        self.max_steps = max_steps
-
-    def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.optimizer.iterations.numpy()) >= self.max_steps:
-            self.model.stop_training = True
-
-
 def plan_steps(config: TrainConfig, train_examples: int, batch_size: int) -> StepPlan:
     """The one steps plan: `max_steps` (or `epochs` whole epochs), validated every `eval_every_steps`."""
     steps_per_epoch = math.ceil(train_examples / batch_size)
@@ -95,69 +81,6 @@ def compile_model(
         steps_per_execution=steps_per_execution,
         jit_compile=jit_compile,
     )
-
-
-class NanGuard(keras.callbacks.Callback):
-    """The divergence policy for `model.fit`: stops at the end of the first period whose loss is
-    not finite, before anything of it is saved (put it before the checkpoint callback).
-
-    Checking once per period keeps `fit` free of a host sync at every step; a NaN
-    anywhere in the period makes the period's mean loss NaN.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.error: TrainingDiverged | None = None
-        self.last_checkpoint: str | None = None
-
-    def on_epoch_end(self, epoch, logs=None):
-        loss = (logs or {}).get("loss")
-        if loss is not None and not is_finite(loss):
-            step = int(self.model.optimizer.iterations.numpy())
-            self.error = TrainingDiverged(step, float(loss), self.last_checkpoint)
-            self.model.stop_training = True
-
-    def raise_if_diverged(self) -> None:
-        if self.error is not None:
-            raise self.error
-
-
-class TrainingClock(keras.callbacks.Callback):
-    """Training time and steps per period, without validation; adds examples/s and the learning
-    rate to each period's logs (TensorBoard writes them). `period_ends` holds, for each period,
-    the wall seconds from the first period's start to this one's end, validation included."""
-
-    def __init__(self, batch_size: int) -> None:
-        super().__init__()
-        self.batch_size = batch_size
-        self.train_seconds = 0.0
-        self.trained_steps = 0
-        self.period_ends: list[float] = []
-        self._began: float | None = None
-
-    @property
-    def examples_per_second(self) -> float:
-        return self.trained_steps * self.batch_size / max(self.train_seconds, 1e-9)
-
-    def _step(self) -> int:
-        return int(self.model.optimizer.iterations.numpy())
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._start, self._first_step, self._stopped = time.perf_counter(), self._step(), None
-        self._began = self._began or self._start
-
-    def on_test_begin(self, logs=None):  # validation runs after the period's training steps
-        if self._stopped is None:
-            self._stopped = time.perf_counter()
-
-    def on_epoch_end(self, epoch, logs=None):
-        seconds = (self._stopped or time.perf_counter()) - self._start
-        self.train_seconds += seconds
-        self.trained_steps += self._step() - self._first_step
-        self.period_ends.append(time.perf_counter() - self._began)
-        if logs is not None:
-            logs["examples_per_second"] = (self._step() - self._first_step) * self.batch_size / max(seconds, 1e-9)
-            logs["learning_rate"] = float(self.model.optimizer.learning_rate)
 
 
 @dataclasses.dataclass
@@ -281,70 +204,6 @@ class Run:
         }
         atomic.write_json(self.path("metrics.json"), metrics)
         return metrics
-
-
-# An operating system's words for a storage fault, as TensorFlow's errors quote them.
-_STORAGE_FAULTS = (
-    "No space left on device",
-    "File too large",
-    "Disk quota exceeded",
-    "Read-only file system",
-    "Input/output error",
-    "Permission denied",
-    "No such file or directory",
-    "was not written whole",
-)
-_STORAGE_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES, errno.EPERM)
-
-
-def storage_problem(error: BaseException) -> str | None:
-    """The line of an error that names a file and what the system said of it (a full disk, a file that
-    vanished or cannot be read), from TensorFlow or Python; None when the error is not a storage fault."""
-    if isinstance(error, OSError) and error.errno in _STORAGE_ERRNOS:  # Python's own writes (metrics.json, ...)
-        return f"{error.filename}: {error.strerror}" if error.filename else str(error)
-    if not isinstance(error, tf.errors.OpError):
-        return None
-    for line in str(error.message).splitlines():
-        fault = next((words for words in _STORAGE_FAULTS if words in line), None)
-        if fault is not None:
-            detail = line.split("Original message: ")[-1]
-            detail = re.sub(r"\{\{function_node [^}]*\}\}|\[\[.*?\]\]|\[Op:[^\]]*\]", "", detail).strip()
-            return detail
-    return None
-
-
-class OtherModesFolderError(ValueError):
-    """The model folder holds a run of another mode, whose files this mode would mix with its own."""
-
-
-def mode_of_folder(model_dir: str) -> str | None:
-    """The mode whose run a model folder holds ("keras", "estimator" or "tune"), None if it holds none."""
-    if tf.io.gfile.exists(os.path.join(model_dir, "tuning", "search", "oracle.json")):
-        return "tune"
-    if tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints")):
-        return "keras"
-    if tf.train.latest_checkpoint(model_dir):
-        return "estimator"
-    return None
-
-
-def check_folder_mode(model_dir: str, mode: str) -> None:
-    """Refuses a model folder that holds another mode's run (checkpoints and metrics would mix)."""
-    found = mode_of_folder(model_dir)
-    if found is not None and found != mode:
-        raise OtherModesFolderError(
-            f"`model_dir` {model_dir} holds a `mode={found}` run; give this `mode={mode}` run a folder of its own "
-            f"(each mode's default is runs/<mode>)"
-        )
-
-
-def last_saved_step(model_dir: str) -> int | None:
-    """The step of the newest checkpoint in a model folder of either mode; None without one."""
-    for folder in (os.path.join(model_dir, "checkpoints"), model_dir):
-        latest = tf.train.latest_checkpoint(folder)
-        if latest:
-            return int(latest.rsplit("-", 1)[1])
-    return None
 
 
 @contextlib.contextmanager

@@ -35,8 +35,9 @@ from absl import logging
 
 import models
 from compat import atomic, charts, data, tf_internals
+from compat.callbacks import NanGuard, StopAtMaxSteps, TrainingClock
 from compat.config import PipelineConfig, TrainConfig, TuneConfig, replace_fields
-from compat.run import NanGuard, Run, StopAtMaxSteps, TrainingClock, plan_steps
+from compat.run import Run, plan_steps
 
 # Choices the default space leaves out on a machine without a GPU: there a width-64 2-D CNN at batch 128
 # takes ~12 s a step on two cores, and a "short" 2-trial search took 10 minutes.

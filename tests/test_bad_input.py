@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 import soundfile
 import tensorflow as tf
+from conftest import REPO, tone, train_in_process, write_class_folders
 
 from compat import data
-from compat.run import storage_problem
+from compat.faults import storage_problem
 from compat.sources import DataSource, DataSourceError, build_index, list_split
-from conftest import REPO, tone, train_in_process, write_class_folders
 
 RATE = 16000
 
