@@ -107,10 +107,11 @@ def tune(configs: flags.Configs) -> None:
     print(f"{summary}; train it with: python train.py --flagfile={best_flags} --mode=keras")
 
 
-# What --mode=estimator still logs at INFO from the Estimator's own files: each evaluation's results
-# and the input cache's one line. The rest (each hook made, each graph finalised, every
-# --log_every_steps step's loss and rate) is what TF 2.15 printed, and already in TensorBoard.
-_ESTIMATOR_LINES_KEPT = ("Saving dict for global step", "input_fn ")
+# What --mode=estimator still logs at INFO from the Estimator's own files: each evaluation's results,
+# the progress line (`step N of M, ... left`) and the input cache's one line. The rest (each hook made,
+# each graph finalised, every --log_every_steps step's loss and rate) is what TF 2.15 printed, and
+# already in TensorBoard.
+_ESTIMATOR_LINES_KEPT = ("Saving dict for global step", "input_fn ", "step ")
 
 
 def _quiet_tensorflow_logs(mode: str) -> None:

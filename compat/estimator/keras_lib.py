@@ -418,8 +418,10 @@ class KerasEstimator(EstimatorBase):
         stop = self._save(listeners) if config.saves_checkpoints else False
         if runner is not None:
             runner.after_create_session(start)
-        saved_step, saved_time = start, time.monotonic()
-        log_time, log_step, log_examples = time.monotonic(), start, int(self._examples.numpy())
+        saves = _SaveSchedule(config.save_checkpoints_steps, config.save_checkpoints_secs, start)
+        progress = _ProgressLog(
+            config.log_step_count_steps, last, start, lambda: int(self._examples.numpy()), writer, config.is_chief
+        )
         step, loss, diverged = start, float("nan"), None
         while not stop and (last is None or step < last):
             wanted = self._steps_to_next_boundary(step, last, per_step=bool(callbacks) or runner is not None)
@@ -447,35 +449,13 @@ class KerasEstimator(EstimatorBase):
                 break
             if config.is_chief and config.save_summary_steps and step % config.save_summary_steps == 0:
                 self._write_training_summaries(writer, step, loss)
-            if config.log_step_count_steps and step % config.log_step_count_steps == 0:
-                now = time.monotonic()
-                rate = (step - log_step) / max(now - log_time, 1e-9)
-                examples = int(self._examples.numpy())
-                examples_rate = (examples - log_examples) / max(now - log_time, 1e-9)
-                logging.info("loss = %g, step = %d (global_step/sec: %g)", loss, step, rate)
-                if last is not None:  # a progress line a terminal user can read: where, how fast, how long
-                    logging.info(
-                        "step %d of %d (%.0f%%), %.0f examples/s, about %s left",
-                        step,
-                        last,
-                        100 * step / max(last, 1),
-                        examples_rate,
-                        _duration((last - step) / max(rate, 1e-9)),
-                    )
-                if config.is_chief:
-                    summaries.write_training_scalars(
-                        writer, step, steps_per_second=rate, examples_per_second=examples_rate
-                    )
-                log_time, log_step, log_examples = now, step, examples
-            due = (config.save_checkpoints_steps and step - saved_step >= config.save_checkpoints_steps) or (
-                config.save_checkpoints_secs and time.monotonic() - saved_time >= config.save_checkpoints_secs
-            )
-            if due:
+            progress.after(step, loss)
+            if saves.due(step):
                 stop = self._save(listeners) or stop
-                saved_step, saved_time = step, time.monotonic()
+                saves.saved(step)
             if ended:
                 break  # the input ended within this call
-        if diverged is None and step != saved_step and self._config.saves_checkpoints:
+        if diverged is None and step != saves.saved_step and self._config.saves_checkpoints:
             self._save(listeners)  # the final checkpoint, before the listeners' end
         if writer is not None:
             writer.flush()
@@ -698,6 +678,63 @@ class KerasEstimator(EstimatorBase):
             "export_saved_model(export_dir_base, serving_input_receiver_fn); the train and eval graphs of "
             "experimental_export_all_saved_models need a model_fn Estimator"
         )
+
+
+class _SaveSchedule:
+    """When the training loop saves: every `steps` steps or `secs` seconds since the last save."""
+
+    def __init__(self, steps: int | None, secs: float | None, step: int) -> None:
+        self._steps, self._secs = steps, secs
+        self.saved(step)
+
+    def saved(self, step: int) -> None:
+        self.saved_step, self._saved_time = step, time.monotonic()
+
+    def due(self, step: int) -> bool:
+        return bool(
+            (self._steps and step - self.saved_step >= self._steps)
+            or (self._secs and time.monotonic() - self._saved_time >= self._secs)
+        )
+
+
+class _ProgressLog:
+    """Every `every` steps: TF 2.15's `loss = ..., step = ...` line, a progress line a terminal user can
+    read (where, how fast, how long), and, on the chief, the rates in TensorBoard."""
+
+    def __init__(
+        self,
+        every: int | None,
+        last: int | None,
+        step: int,
+        examples: Callable[[], int],
+        writer: tf.summary.SummaryWriter | None,
+        is_chief: bool,
+    ) -> None:
+        self._every, self._last, self._examples, self._writer, self._is_chief = every, last, examples, writer, is_chief
+        self._time, self._step, self._examples_then = time.monotonic(), step, examples()
+
+    def after(self, step: int, loss: float) -> None:
+        if not self._every or step % self._every:
+            return
+        now = time.monotonic()
+        rate = (step - self._step) / max(now - self._time, 1e-9)
+        examples = self._examples()
+        examples_rate = (examples - self._examples_then) / max(now - self._time, 1e-9)
+        logging.info("loss = %g, step = %d (global_step/sec: %g)", loss, step, rate)
+        if self._last is not None:
+            logging.info(
+                "step %d of %d (%.0f%%), %.0f examples/s, about %s left",
+                step,
+                self._last,
+                100 * step / max(self._last, 1),
+                examples_rate,
+                _duration((self._last - step) / max(rate, 1e-9)),
+            )
+        if self._is_chief:
+            summaries.write_training_scalars(
+                self._writer, step, steps_per_second=rate, examples_per_second=examples_rate
+            )
+        self._time, self._step, self._examples_then = now, step, examples
 
 
 def _compile_like(copy: keras.Model, original: keras.Model) -> None:
