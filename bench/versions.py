@@ -33,7 +33,7 @@ SMOKE_TESTS = [
 TRAIN_RUNS = [["--mode=keras", "--max_steps=8"], ["--mode=estimator", "--max_steps=8"]]
 
 flags.DEFINE_list("tensorflow", ["2.16.2", "2.21.0"], "TensorFlow releases to try.")
-flags.DEFINE_list("python", ["python3.11", "python3.12", "python3.13"], "Interpreters to try (those found).")
+flags.DEFINE_list("python", ["python3.11", "python3.12", "python3.13"], "Interpreters to try (names or paths).")
 flags.DEFINE_string("root", None, "Where the environments go (default: a temporary folder).")
 flags.DEFINE_string("json", None, "Write the results to this JSON file.")
 FLAGS = flags.FLAGS
@@ -75,6 +75,8 @@ def main(argv) -> None:
     results = []
     for python in FLAGS.python:
         found = shutil.which(python)
+        if found is not None and subprocess.run([found, "--version"], capture_output=True).returncode != 0:
+            found = None  # a pyenv shim of a version that is installed but not selected
         if found is None:
             print(f"{python}: not on this machine", flush=True)
             results.append({"python": python, "tensorflow": None, "result": "no interpreter"})

@@ -80,7 +80,9 @@ def test_pipelines_without_a_deterministic_prefix_are_left_alone(clips, tmp_path
     generated = tf.data.Dataset.from_generator(lambda: iter(range(3)), output_types=tf.int64).map(lambda x: x * 2)
     file_names_only = tf.data.Dataset.from_tensor_slices(paths).batch(2)
     cache = input_cache.InputCache(input_cache.InputCacheSettings(folder=str(tmp_path / "cache")))
-    for dataset in (noisy, generated, file_names_only):
+    table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(["high", "low"], [0, 1]), -1)
+    looked_up = tf.data.Dataset.from_tensor_slices(paths).map(lambda p: table.lookup(tf.strings.split(p, "/")[-2]))
+    for dataset in (noisy, generated, file_names_only, looked_up):
         assert cache.wrap(dataset, "f", "train") is dataset
 
 

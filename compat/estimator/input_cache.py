@@ -54,8 +54,13 @@ ENVIRONMENT_VARIABLE = "COMPAT_INPUT_CACHE"
 _OFF = {"0", "off", "false", "no"}
 _ON = {"1", "on", "true", "yes"}
 _CACHE_FILE = "cache"  # TensorFlow writes cache.index and cache.data-*
-# Below this much free space the cache is not written: a full disk must not stop a training run.
+# The cache is written only where it fits with room to spare: a full disk must stop no training run.
+# Its size is not known before it is written; decoded audio or images take a few to ten times the
+# bytes of their files, so it needs 1 GB and ten times the named files' bytes free, and sources of
+# more than 5 GB of files (ImageNet-sized) are left to the user's own cache.
 _MIN_FREE_BYTES = 1 << 30
+_EXPANSION = 10
+_MAX_SOURCE_BYTES = 5 << 30
 # Serialised graphs above this size (large in-memory arrays) are left alone: copying them costs more than it saves.
 _MAX_GRAPH_BYTES = 256 << 20
 
@@ -328,9 +333,9 @@ def _string_values(tensor) -> list[bytes]:
     return values
 
 
-def _file_stamps(strings: Iterable[bytes]) -> list[str]:
-    """`path size mtime` of every string that names a file, so an edited or replaced file gives a new key."""
-    stamps = []
+def _named_files(strings: Iterable[bytes]) -> list[tuple[str, int, int]]:
+    """`(path, size, mtime)` of every string that names a file, so an edited or replaced file gives a new key."""
+    files = []
     for value in strings:
         if not 0 < len(value) < 4096:
             continue
@@ -340,13 +345,13 @@ def _file_stamps(strings: Iterable[bytes]) -> list[str]:
         except (OSError, ValueError):
             continue
         if os.path.isfile(path):
-            stamps.append(f"{path} {status.st_size} {status.st_mtime_ns}")
-    return stamps
+            files.append((path, status.st_size, status.st_mtime_ns))
+    return files
 
 
-def cache_key(graph: graph_pb2.GraphDef, last: str) -> str:
+def cache_key(graph: graph_pb2.GraphDef, last: str) -> tuple[str, int]:
     """A digest of the stages up to `last` (their ops, attributes, constants and functions), TensorFlow's
-    version, and the files they name."""
+    version, and the files they name; and the bytes of those files."""
     library = {function.signature.name: function for function in graph.library.function}
     digests = _function_digests(library)
     hasher = hashlib.sha256(tf.__version__.encode())
@@ -364,9 +369,21 @@ def cache_key(graph: graph_pb2.GraphDef, last: str) -> str:
     called = set(used)
     for name in used:
         called.update(_functions_used(value for node in library[name].node_def for value in node.attr.values()))
-    for stamp in _file_stamps(_strings(nodes, library, called)):
-        hasher.update(stamp.encode())
-    return hasher.hexdigest()[:24]
+    named_bytes = 0
+    for path, size, mtime in _named_files(_strings(nodes, library, called)):
+        hasher.update(f"{path} {size} {mtime}".encode())
+        named_bytes += size
+    return hasher.hexdigest()[:24], named_bytes
+
+
+def holds_other_resources(graph: graph_pb2.GraphDef) -> bool:
+    """Whether the graph captures a resource (a lookup table, a variable) other than a shuffle's seed
+    generator: its handle may not outlive the dataset it was read from, or (in a graph) its session."""
+    seeds = {name.split(":")[0] for node in graph.node if node.op.startswith("Shuffle") for name in node.input[1:]}
+    return any(
+        node.op == "Const" and node.attr["dtype"].type == tf.resource.as_datatype_enum and node.name not in seeds
+        for node in graph.node
+    )
 
 
 # -- rewriting it --------------------------------------------------------------------------------
@@ -466,43 +483,64 @@ class InputCache:
         return self._root
 
     def wrap(self, dataset: tf.data.Dataset, input_fn_name: str, mode: str) -> tf.data.Dataset:
-        """`dataset` with its deterministic prefix cached, or `dataset` itself where there is none, where
-        the dataset's graph cannot be read (it reads placeholders or holds resources), or the cache is off."""
+        """`dataset` with its deterministic prefix cached; `dataset` itself where it has none, where its
+        graph cannot be read (it reads placeholders, holds lookup tables or variables), where the cache
+        would not fit, or where the cache is off. A cache must never stop a program that ran without
+        it: anything that goes wrong while rewriting leaves the dataset as it was, with a warning."""
         if not self._settings.enabled:
             return dataset
+        try:
+            return self._rewrite(dataset, input_fn_name, mode)
+        except Exception as error:  # noqa: BLE001 (any failure of an optimisation falls back to no optimisation)
+            logging.warning("input cache: input_fn %s (%s) left as it is: %s", input_fn_name, mode, error)
+            return dataset
+
+    def _rewrite(self, dataset: tf.data.Dataset, input_fn_name: str, mode: str) -> tf.data.Dataset:
         try:
             graph = dataset_graph(dataset)
         except (tf.errors.OpError, ValueError, TypeError) as error:
             logging.debug("input cache: the graph of %s is not readable: %s", input_fn_name, error)
             return dataset
-        if graph.ByteSize() > _MAX_GRAPH_BYTES:
+        if graph.ByteSize() > _MAX_GRAPH_BYTES or holds_other_resources(graph):
             return dataset
         where = plan(graph)
         if where is None:
             return dataset
         rewritten = with_cache(graph, where)
         root = self._folder()
-        final = os.path.join(root, cache_key(rewritten, (where.hoisted or where.prefix)[-1]))
+        key, named_bytes = cache_key(rewritten, (where.hoisted or where.prefix)[-1])
+        final = os.path.join(root, key)
         if os.path.isdir(final):
             filename, verb = os.path.join(final, _CACHE_FILE), "replays"
-        elif shutil.disk_usage(root).free < _MIN_FREE_BYTES:
-            logging.warning("input cache: less than 1 GB free in %s; input_fn %s is not cached", root, input_fn_name)
-            return dataset
         else:
+            free = shutil.disk_usage(root).free
+            if named_bytes > _MAX_SOURCE_BYTES or free < _MIN_FREE_BYTES + _EXPANSION * named_bytes:
+                self._log_once(
+                    input_fn_name,
+                    mode,
+                    "does not cache",
+                    _describe(graph, where),
+                    root,
+                    f" ({named_bytes / 1e9:.1f} GB of files named, {free / 1e9:.1f} GB free)",
+                )
+                return dataset
             temp = atomic.make_temp_folder(final)
             self._writing[temp] = final
             filename, verb = os.path.join(temp, _CACHE_FILE), "caches"
         self._log_once(input_fn_name, mode, verb, _describe(graph, where), root)
         _set_filename(rewritten, filename)
-        return dataset_from_graph(rewritten, dataset.element_spec)
+        cached = dataset_from_graph(rewritten, dataset.element_spec)
+        # The rewritten graph refers to the shuffles' seed generators by handle: their owner lives as long.
+        cached._input_cache_source = dataset
+        return cached
 
-    def _log_once(self, input_fn_name: str, mode: str, verb: str, stages: str, root: str) -> None:
+    def _log_once(self, input_fn_name: str, mode: str, verb: str, stages: str, root: str, why: str = "") -> None:
         if (input_fn_name, mode, verb) in self._logged:
             return
         self._logged.add((input_fn_name, mode, verb))
         where = "until this process ends" if self._settings.folder is None else "for later runs"
         logging.info(
-            "input_fn %s (%s) %s its deterministic stages %s in %s %s; "
+            "input_fn %s (%s) %s its deterministic stages %s in %s %s%s; "
             "turn this off with RunConfig(input_cache=False) or %s=0",
             input_fn_name,
             mode,
@@ -510,6 +548,7 @@ class InputCache:
             stages,
             root,
             where,
+            why,
             ENVIRONMENT_VARIABLE,
         )
 
