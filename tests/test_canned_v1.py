@@ -81,13 +81,15 @@ def test_zero_initialised_v1_models_train_from_scratch_to_tf_2_15s_weights(ours)
 @pytest.mark.parametrize("case", sorted(TF215["kmeans"]))
 def test_kmeans_finds_tf_2_15s_centers(ours, case):
     mine, theirs = ours["kmeans"][case], TF215["kmeans"][case]
-    assert mine["variables"] == theirs["variables"] and mine["step"] == theirs["step"]
+    assert mine["variables"] == theirs["variables"]
     if case in MINI_BATCH_KMEANS:
-        # Centers a race apart can put a point near a boundary in the other cluster: what holds is that
-        # each point goes to its nearest center.
+        # Centers a race apart can put a point near a boundary in the other cluster, and a loss a race
+        # apart can meet relative_tolerance a step sooner: what holds is that each point goes to its
+        # nearest center, within the steps asked for.
+        assert 1 < mine["step"] <= theirs["step"]
         assert mine["index"] == np.argmin(np.asarray(mine["transform"]), axis=1).tolist()
     else:
-        assert mine["index"] == theirs["index"]
+        assert mine["step"] == theirs["step"] and mine["index"] == theirs["index"]
     atol, rtol = (0.1, 0.03) if case in MINI_BATCH_KMEANS else (1e-4, 1e-4)
     for key in ("centers", "score", "transform"):
         close(mine[key], theirs[key], atol=atol, rtol=rtol)
