@@ -129,6 +129,8 @@ def test_keras_3_layers_in_a_model_fn_update_their_state_and_follow_the_mode(tmp
                                    getattr(eager, name).numpy(), rtol=1e-5, err_msg=name)
     masks = np.array(_Masks.kept)[:, 0]
     assert all((mask == 0).any() for mask in masks)  # dropout trained ...
-    assert len({tuple(np.flatnonzero(mask)) for mask in masks}) == steps  # ... with a new mask each step
+    # ... with masks drawn anew (two steps' random masks of one row can coincide by chance: a CI run saw 4
+    # distinct of 5; all five alike would mean one fixed mask)
+    assert len({tuple(np.flatnonzero(mask)) for mask in masks}) > 1
     result = est.evaluate(lambda: tf.data.Dataset.from_tensors((X, np.zeros(16, "int32"))), steps=1)
     assert result["kept"] == 2000  # and evaluated without dropout
