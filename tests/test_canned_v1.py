@@ -22,9 +22,11 @@ TF215 = json.load(open(os.path.join(DATA, "tf215_canned_more.json")))
 RESTORED = ["dnn_classifier_v1", "dnn_regressor_v1", "linear_classifier_v1", "linear_regressor_v1",
             "combined_classifier_v1", "combined_regressor_v1", "combined_estimator_v1", "baseline_classifier_v1",
             "baseline_regressor_v1", "baseline_estimator_v1", "rnn_classifier", "rnn_estimator", "rnn_sequences"]
-# TensorFlow's mini-batch k-means kernel races with itself (TF 2.15 too: two TF 2.15 runs of given_mini_batch differ
-# by 0.004 in a center), so those cases compare loosely; the full-batch ones exactly
+# TensorFlow's mini-batch k-means graph reads the centers in the same run as it moves them, so its result is a race
+# (TF 2.15's too: four TF 2.15 runs of random_cosine scored 19.02, 19.59, 19.69 and 19.70): for those cases the test
+# asserts what holds whatever the race, the full-batch ones must match TF 2.15 exactly
 MINI_BATCH_KMEANS = {"given_mini_batch", "random_cosine", "dict_features"}
+KMEANS_DATA_MEANS = np.array([[0, 0], [3, 3], [0, 4]])  # tests/helpers/tf215_canned_more.py draws its points there
 
 
 @pytest.fixture(scope="module")
@@ -82,17 +84,24 @@ def test_zero_initialised_v1_models_train_from_scratch_to_tf_2_15s_weights(ours)
 def test_kmeans_finds_tf_2_15s_centers(ours, case):
     mine, theirs = ours["kmeans"][case], TF215["kmeans"][case]
     assert mine["variables"] == theirs["variables"]
-    if case in MINI_BATCH_KMEANS:
-        # Centers a race apart can put a point near a boundary in the other cluster, and a loss a race
-        # apart can meet relative_tolerance a step sooner: what holds is that each point goes to its
-        # nearest center, within the steps asked for.
-        assert 1 < mine["step"] <= theirs["step"]
-        assert mine["index"] == np.argmin(np.asarray(mine["transform"]), axis=1).tolist()
-    else:
+    transform = np.asarray(mine["transform"])
+    # predict, transform and score give one clustering: each point's nearest center, the distances summed (transform
+    # gives the Euclidean distance and score sums its squares, as TF 2.15's; the cosine distance both)
+    assert mine["index"] == np.argmin(transform, axis=1).tolist()
+    nearest = transform.min(axis=1)
+    close(mine["score"], np.sum(nearest if case == "random_cosine" else nearest**2), atol=1e-4, rtol=1e-5)
+    if case not in MINI_BATCH_KMEANS:
         assert mine["step"] == theirs["step"] and mine["index"] == theirs["index"]
-    atol, rtol = (0.1, 0.03) if case in MINI_BATCH_KMEANS else (1e-4, 1e-4)
-    for key in ("centers", "score", "transform"):
-        close(mine[key], theirs[key], atol=atol, rtol=rtol)
+        for key in ("centers", "score", "transform"):
+            close(mine[key], theirs[key])
+        return
+    # a loss a race apart can meet relative_tolerance a step sooner; the clustering is as good as TF 2.15's
+    # (5 % covers its own race: 3.5 % between its runs) and, in Euclidean distance, finds the three clusters
+    assert 1 < mine["step"] <= 8  # the steps the helper asks for
+    assert mine["score"] <= 1.05 * theirs["score"]
+    if case != "random_cosine":
+        centers = np.asarray(mine["centers"])
+        assert np.linalg.norm(centers[:, None] - KMEANS_DATA_MEANS[None], axis=2).min(axis=0).max() < 0.3
 
 
 @pytest.mark.parametrize("case", sorted(TF215["sdca"]))

@@ -189,9 +189,12 @@ def linear_scratch():
     return results
 
 
+KMEANS_DATA_MEANS = ([0, 0], [3, 3], [0, 4])  # 20 points drawn around each
+
+
 def kmeans_cases():
     rng_points = np.random.default_rng(5)
-    points = np.concatenate([rng_points.normal(c, 0.3, size=(20, 2)) for c in ([0, 0], [3, 3], [0, 4])])
+    points = np.concatenate([rng_points.normal(c, 0.3, size=(20, 2)) for c in KMEANS_DATA_MEANS])
     points = points.astype("float32")
     KMeans = v1.estimator.experimental.KMeans
 
@@ -225,8 +228,8 @@ def kmeans_cases():
         km = KMeans(3, model_dir=folder, **settings)
         km.train(train_fn, steps=8)
         results[name] = {"centers": floats(km.cluster_centers()), "score": float(km.score(probe_fn)),
-                         "index": [int(i) for i in km.predict_cluster_index(probe_fn)][::7],
-                         "transform": [floats(t) for t in km.transform(probe_fn)][::7],
+                         "index": [int(i) for i in km.predict_cluster_index(probe_fn)],
+                         "transform": [floats(t) for t in km.transform(probe_fn)],
                          "step": int(km.get_variable_value("global_step")),
                          "variables": sorted(km.get_variable_names())}
     return results
