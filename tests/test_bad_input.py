@@ -301,8 +301,10 @@ def test_a_full_disk_while_the_cache_is_written(tiny_data, tmp_path):
     assert result.returncode == 1, result.stderr[-3000:]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("train.py: error:") and "run the same command again" in last
+    # Which write meets the limit first decides the words: TensorFlow's segment writer reports EFBIG itself
+    # ("File too large"), or a pass that ended on a short segment is found incomplete before publishing
+    # ("was not written whole"). Both are the same fault; what holds either way is checked below.
     assert "File too large" in last or "was not written whole" in last
-    assert "not published" in result.stderr
     from compat import cache
 
     entries = cache.list_entries(str(tmp_path / "cache"))

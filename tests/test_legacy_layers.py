@@ -38,10 +38,19 @@ def run_program(model_dir, max_steps, *flags):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def assert_same_numbers(ours, theirs):
+# How far trained numbers may sit from TF 2.15's: float32 sums rounded in another order by another CPU's
+# vector width. TF 2.15 itself, run on an AVX-only CPU (2026-12-03), gave probabilities 0.0034 and moving
+# means 0.021 away from what it recorded on the machine that wrote the oracle (we: 0.0061 and 0.016). A real
+# difference is far larger: another shuffle seed moves the probabilities by 1.0, another dropout rate by
+# 0.78 and the moving means by 0.053. A forward pass from a checkpoint rounds alike everywhere (1e-5).
+TRAINED = {"probabilities": 0.02, "served": 0.02, "moving_mean": 0.04}
+RESTORED = {"probabilities": 1e-5, "served": 1e-5, "moving_mean": 1e-5}
+
+
+def assert_same_numbers(ours, theirs, atol):
     for key in ("probabilities", "served", "moving_mean"):
         if key in theirs:
-            np.testing.assert_allclose(ours[key], theirs[key], atol=1e-5, err_msg=key)
+            np.testing.assert_allclose(ours[key], theirs[key], atol=atol[key], err_msg=key)
     for key in ("accuracy", "global_step"):
         if key in theirs:
             assert ours[key] == pytest.approx(theirs[key]), key
@@ -49,7 +58,7 @@ def assert_same_numbers(ours, theirs):
 
 def test_a_tf_compat_v1_layers_program_trains_as_tf_2_15_did(tmp_path):
     ours = run_program(tmp_path / "run", 30)
-    assert_same_numbers(ours, ORACLE["fresh_30_steps"])  # the same initial values, batches, dropout and updates
+    assert_same_numbers(ours, ORACLE["fresh_30_steps"], TRAINED)  # the same initial values, batches, dropout and updates
     assert {"conv2d/kernel", "batch_normalization/moving_mean", "dense/kernel", "dense/bias/Adam"} <= set(
         ours["variables"])  # TF 1.x names
     assert np.abs(ours["moving_mean"]).sum() > 0  # batch norm's UPDATE_OPS ran with the train op
@@ -60,8 +69,8 @@ def test_a_tf_2_15_model_folder_of_it_restores_predicts_and_trains_on(tmp_path):
     folder = tmp_path / "run"
     shutil.copytree(os.path.join(DATA, "tf215_layers_model_fn"), folder)
     expected = json.load(open(folder / "expected.json"))
-    assert_same_numbers(run_program(folder, 0, "--predict-only"), expected)
-    assert_same_numbers(run_program(folder, 30), ORACLE["train_on_20_to_30"])
+    assert_same_numbers(run_program(folder, 0, "--predict-only"), expected, RESTORED)
+    assert_same_numbers(run_program(folder, 30), ORACLE["train_on_20_to_30"], TRAINED)
 
 
 def test_tf_compat_v1_layers_are_tf_kerass_until_uninstall():
