@@ -141,6 +141,43 @@ def _quiet_tensorflow_logs(mode: str) -> None:
         logger.addFilter(keep)
 
 
+# What TensorFlow's C++ libraries print while they load, before any Python logging exists: each of its
+# two libraries says its log is not initialised yet, that oneDNN is on and that no CUDA driver was found.
+# None of it is for a user to act on; on a machine without a GPU, "failed call to cuInit" stays as the one
+# line saying so.
+_LOAD_NOISE = (
+    "All log messages before absl::InitializeLog()",
+    "oneDNN custom operations are on",
+    "Could not find cuda drivers",
+    "cpu_feature_guard.cc",
+    "To enable the following instructions",
+)
+
+
+def _import_tensorflow_quietly() -> None:
+    """Imports TensorFlow and Keras with file descriptor 2 held in a temporary file, then passes on every
+    line it printed but `_LOAD_NOISE`. Those lines come from C++ before Python can filter them, so only
+    the descriptor can catch them; whatever else the import printed (an error, a warning) still shows."""
+    import tempfile
+
+    sys.stderr.flush()
+    terminal = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            import keras  # noqa: F401
+            import tensorflow  # noqa: F401
+        finally:
+            sys.stderr.flush()
+            os.dup2(terminal, 2)
+            os.close(terminal)
+            held.seek(0)
+            for line in held.read().decode(errors="replace").splitlines(keepends=True):
+                if not any(noise in line for noise in _LOAD_NOISE):
+                    sys.stderr.write(line)
+            sys.stderr.flush()
+
+
 def _interrupted(model_dir: str):
     """Ctrl-C: one line naming the last checkpoint's step, then exit 130 at once.
 
@@ -220,6 +257,7 @@ def predict(model_dir: str, paths: list[str]) -> None:
 def main(argv: list[str]) -> None:
     if len(argv) > 1 and flags.FLAGS.mode != "predict":
         fail(f"unexpected arguments: {' '.join(argv[1:])} (flags are --name=value)")
+    _import_tensorflow_quietly()  # first: the imports below load TensorFlow
     from compat.atomic import FolderInUseError, FolderNotCreatedError
     from compat.checkpoints import CheckpointMismatchError, NoReadableCheckpointError
     from compat.distribution import UnsupportedStrategyError

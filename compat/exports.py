@@ -19,11 +19,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import time
 from collections.abc import Sequence
 
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from compat import atomic, audio
 from compat.config import PipelineConfig
@@ -115,6 +117,9 @@ def export_keras_model(
     The SavedModel is loaded back and run on `sample` before it replaces the
     previous one, so a run never ends with an export that disagrees with it.
     """
+    # Tracing the three signatures and loading the result back takes seconds to tens of seconds: say so.
+    logging.info("Exporting to %s (model.keras, saved_model/ with its audio signatures, checked)", model_dir)
+    started = time.monotonic()
     atomic.write_file(os.path.join(model_dir, "model.keras"), model.save)
     expected = np.asarray(model(sample, training=False))
     difference = float("nan")
@@ -135,4 +140,5 @@ def export_keras_model(
             )
 
     atomic.replace_folder(os.path.join(model_dir, "saved_model"), export_and_check)
+    logging.info("Exported %s in %.0f s", os.path.join(model_dir, "saved_model"), time.monotonic() - started)
     return difference

@@ -320,12 +320,20 @@ def test_a_full_disk_while_the_cache_is_written(tiny_data, tmp_path):
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["steps"] == 6
 
 
-def test_a_non_audio_file_named_wav_stops_train_py_with_one_line_naming_it(tmp_path):
-    data_dir = write_class_folders(tmp_path / "data", per_class=6)
+@pytest.mark.parametrize("split", ["train", "eval", "test"])
+def test_a_non_audio_file_named_wav_stops_train_py_with_one_line_naming_it(tmp_path, split):
+    """Whichever split holds it: training reads train and eval, the end of the run reads test."""
+    data_dir = write_class_folders(tmp_path / "data", per_class=3)
     bad = os.path.join(data_dir, "high", "notes.wav")
     with open(bad, "w") as stream:
         stream.write("not audio at all")
-    result = train_in_process("--dataset=folder", f"--data_dir={data_dir}", f"--model_dir={tmp_path / 'run'}",
+    rows = [f"{bad},high,{split}"]
+    for label in ("high", "low", "mid"):
+        for n, good_split in enumerate(("train", "eval", "test")):
+            rows.append(f"{os.path.join(data_dir, label, f'{label}_{n}.wav')},{label},{good_split}")
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text("\n".join(rows) + "\n")
+    result = train_in_process("--dataset=manifest", f"--manifest={manifest}", f"--model_dir={tmp_path / 'run'}",
                               f"--cache_dir={tmp_path / 'cache'}", "--max_steps=4")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
