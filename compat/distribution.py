@@ -103,9 +103,10 @@ def check_cluster(mode: str) -> None:
     cluster = config.cluster_spec.as_dict()
     if "ps" in cluster:
         raise UnsupportedStrategyError(
-            "TF_CONFIG names ps tasks: parameter-server training is not run by this toolkit. The cluster shapes "
-            "that run (`mode=estimator` with `distribution_strategy=multi_worker_mirrored`): a chief, workers and an "
-            "evaluator; or a chief and an evaluator"
+            "TF_CONFIG names ps tasks: train.py's models train through model_to_estimator, which does not run "
+            "parameter-server clusters (a custom model_fn or canned Estimator does, through compat.estimator). The "
+            "cluster shapes that run here (`mode=estimator` with `distribution_strategy=multi_worker_mirrored`): a "
+            "chief, workers and an evaluator; or a chief and an evaluator"
         )
     if mode != "estimator" and set(cluster) - {"chief"}:
         raise UnsupportedStrategyError(

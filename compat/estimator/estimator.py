@@ -267,10 +267,11 @@ class Estimator(EstimatorBase):
         return step
 
     @contextlib.contextmanager
-    def _new_graph(self) -> Iterator[tf.Graph]:
-        """A new graph as the default one, seeded, with a global step, and fresh Keras layer names."""
+    def _new_graph(self, device_fn: Callable | None = None) -> Iterator[tf.Graph]:
+        """A new graph as the default one, seeded, with a global step, and fresh Keras layer names; under
+        `device_fn` from the start, so that the global step is placed with the other variables (on a ps)."""
         graph = tf.Graph()
-        with graph.as_default(), tf_internals.keras_names_per_graph():
+        with graph.as_default(), graph.device(device_fn), tf_internals.keras_names_per_graph():
             _v1.random.set_random_seed(self._config.tf_random_seed)
             self._create_and_assert_global_step(graph)
             yield graph
@@ -387,7 +388,7 @@ class Estimator(EstimatorBase):
         )
 
     def _train_model(self, input_fn: Callable, hooks: list, listeners: list) -> Any:
-        with self._new_graph() as graph, graph.device(self._device_fn):
+        with self._new_graph(self._device_fn):
             global_step = _v1.train.get_global_step()
             features, labels, input_hooks = self._features_and_labels(input_fn, ModeKeys.TRAIN)
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)

@@ -9,7 +9,15 @@ checkpoint if it was not evaluated. Exporters run after each evaluation.
 In a cluster each task does its part and returns None, as in TF 2.15: the chief
 and the workers train together (the chief saves), the `evaluator` evaluates
 each new checkpoint of the chief's, `throttle_secs` apart, runs the exporters and
-ends after the final one; `ps` tasks are refused with the shapes that run.
+ends after the final one. Together means one of two things:
+- a MultiWorkerMirroredStrategy in `train_distribute` (model_to_estimator): every
+  step in sync;
+- `ps` tasks in the cluster (TF 1's between-graph replication, graph engine):
+  each task starts its in-process server, `ps` tasks serve the variables until
+  they are killed, and the chief (or `master`) and the workers each run their own
+  graph against them, asynchronously; worker i starts (i + 1) * 5 s late (at most
+  60 s, or `experimental_max_worker_delay_secs`). A `master` evaluates after its
+  saves, as on one machine, since a TF 1 cluster has no evaluator task.
 """
 
 from __future__ import annotations
@@ -29,6 +37,10 @@ from compat.estimator.exporter import Exporter
 from compat.estimator.run_config import TaskType
 
 _EVALUATOR_POLL_SECS = 1.0  # an evaluator looks for a new checkpoint at least this often
+# TF 2.15's start delays of asynchronous workers: the chief's first steps move the model away from its
+# initial values before every worker pushes its gradients.
+_DELAY_SECS_PER_WORKER = 5
+_MAX_DELAY_SECS = 60
 
 
 def _checked_input_fn(input_fn: Callable) -> Callable:
@@ -146,19 +158,59 @@ def _run_exporters(
     ]
 
 
+def _start_server(config) -> tf.distribute.Server:
+    """This task's in-process TensorFlow server, which the other tasks reach and its own session runs on."""
+    server_config = tf.compat.v1.ConfigProto(log_device_placement=False)
+    if config.session_config is not None:
+        server_config.gpu_options.CopyFrom(config.session_config.gpu_options)
+    logging.info("Starting the TensorFlow server of %s %d", config.task_type, config.task_id)
+    return tf.distribute.Server(
+        config.cluster_spec, job_name=config.task_type, task_index=config.task_id, config=server_config, start=True
+    )
+
+
+def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
+    """A task of a cluster with ps tasks, as TF 2.15 ran it (see the module docstring)."""
+    from compat import distribution
+
+    config = estimator.config
+    from compat.estimator.keras_lib import KerasEstimator
+
+    if isinstance(estimator, KerasEstimator):
+        raise distribution.UnsupportedStrategyError(
+            "TF_CONFIG names ps tasks, and a model_to_estimator Estimator trains on TensorFlow 2's engines: run "
+            "the cluster without ps tasks (a chief, workers and an evaluator, with RunConfig(train_distribute="
+            "tf.distribute.MultiWorkerMirroredStrategy())), or train the model through a model_fn"
+        )
+    if not config.master:
+        raise RuntimeError(
+            "Could not start the TensorFlow server: this task has no address (RunConfig.master is empty); set "
+            "TF_CONFIG's cluster and task"
+        )
+    server = _start_server(config)  # before the delay: the other tasks' sessions wait to reach it
+    if config.task_type == TaskType.PS:
+        server.join()  # serves the variables until the task is killed, as in TF 2.15
+        return
+    if config.task_type == TaskType.WORKER:
+        longest = config.experimental_max_worker_delay_secs
+        delay = min(_MAX_DELAY_SECS if longest is None else int(longest), (config.task_id + 1) * _DELAY_SECS_PER_WORKER)
+        if delay > 0:
+            logging.info("Waiting %d secs before starting training.", delay)
+            time.sleep(delay)
+    listeners = list(train_spec.saving_listeners)
+    if config.task_type == TaskType.MASTER:
+        listeners.append(_EvaluateAfterSaves(estimator, eval_spec, train_spec.max_steps))
+    estimator.train(
+        train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps, saving_listeners=listeners
+    )
+
+
 def _train_in_cluster(estimator: EstimatorBase, train_spec: TrainSpec) -> None:
-    """A chief or a worker: trains with the others; the chief saves, the evaluator task evaluates."""
+    """A chief or a worker of a MultiWorkerMirroredStrategy: trains with the others; the chief saves."""
     from compat import distribution
 
     config = estimator.config
     cluster = config.cluster_spec.as_dict()
-    if config.task_type == TaskType.PS or TaskType.PS in cluster:
-        raise distribution.UnsupportedStrategyError(
-            "TF_CONFIG names ps tasks: parameter-server training is not run by compat.estimator. "
-            "The cluster shapes that run: a chief, workers and an evaluator with "
-            "RunConfig(train_distribute=tf.distribute.MultiWorkerMirroredStrategy()); or a chief "
-            "and an evaluator alone"
-        )
     if cluster.get(TaskType.WORKER) and not distribution.is_multi_worker(config.train_distribute):
         raise distribution.UnsupportedStrategyError(
             "TF_CONFIG names workers beside the chief, but RunConfig(train_distribute=...) is not a "
@@ -263,7 +315,11 @@ def train_and_evaluate(estimator: EstimatorBase, train_spec: TrainSpec, eval_spe
     if config.task_type == TaskType.EVALUATOR:
         _run_evaluator(estimator, train_spec, eval_spec)
         return None
-    if config.cluster_spec.as_dict():
+    cluster = config.cluster_spec.as_dict()
+    if TaskType.PS in cluster:
+        _train_between_graphs(estimator, train_spec, eval_spec)
+        return None
+    if cluster:
         _train_in_cluster(estimator, train_spec)
         return None
     listener = _EvaluateAfterSaves(estimator, eval_spec, train_spec.max_steps)

@@ -2,13 +2,16 @@
 
     python pause.py [--install] checkpoint:STEP PROGRAM [ARGS...]
     python pause.py [--install] trial:N PROGRAM [ARGS...]
+    python pause.py [--install] run:N PROGRAM [ARGS...]
 
 `checkpoint:STEP`: once a checkpoint at step STEP or later has been written
 whole (`tf.train.CheckpointManager.save`, as --mode=keras and the Keras engine
 save; `tf.compat.v1.train.Saver.save`, as the graph engine saves), the process
 prints `paused after <checkpoint path>` and sleeps until it is killed or
 interrupted. `trial:N`: the same once keras-tuner has recorded its N-th trial
-as ended. `--install` calls `compat.estimator.install()` first, as a legacy
+as ended. `run:N`: the same once this process's training session
+(`MonitoredSession.run`, as the graph engine trains) has run N steps, for a
+task that saves no checkpoint (a worker of a cluster). `--install` calls `compat.estimator.install()` first, as a legacy
 program's one added line would.
 
 A test that polls a model folder and then kills the process races the
@@ -53,6 +56,22 @@ def _pause_at_checkpoint(step: int) -> None:
     tf.compat.v1.train.Saver.save = after(tf.compat.v1.train.Saver.save)
 
 
+def _pause_at_run(count: int) -> None:
+    import tensorflow as tf
+
+    runs = []
+    run = tf.compat.v1.train.MonitoredSession.run
+
+    def wrapped(self, *args, **kwargs):
+        result = run(self, *args, **kwargs)
+        runs.append(None)
+        if len(runs) >= count:
+            _hold(f"run {len(runs)}")
+        return result
+
+    tf.compat.v1.train.MonitoredSession.run = wrapped
+
+
 def _pause_at_trial(count: int) -> None:
     import keras_tuner
 
@@ -76,7 +95,7 @@ def main() -> None:
         args = args[1:]
     point, program, *rest = args
     kind, _, value = point.partition(":")
-    {"checkpoint": _pause_at_checkpoint, "trial": _pause_at_trial}[kind](int(value))
+    {"checkpoint": _pause_at_checkpoint, "trial": _pause_at_trial, "run": _pause_at_run}[kind](int(value))
     if install:
         import compat.estimator
 

@@ -1,0 +1,105 @@
+"""Starts ps_cluster_program.py as every task of a parameter-server cluster on 127.0.0.1, and records TF 2.15's run.
+
+    python ps_cluster.py TF215_PYTHON OUT.json     runs the program unchanged under TF 2.15 (a custom model_fn
+                                                  and --canned), and writes what tests/test_parameter_server.py
+                                                  compares with (tests/data/tf215_ps_cluster.json)
+
+The tests import `start` and `finish`, and run the program with its one import line changed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+HELPERS = os.path.dirname(os.path.abspath(__file__))
+PROGRAM = os.path.join(HELPERS, "ps_cluster_program.py")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def cluster_of(lead: str = "chief", workers: int = 2) -> dict:
+    return {lead: [f"127.0.0.1:{_free_port()}"], "worker": [f"127.0.0.1:{_free_port()}" for _ in range(workers)],
+            "ps": [f"127.0.0.1:{_free_port()}"]}
+
+
+def start_task(command: list, cluster: dict, task_type: str, index: int, env: dict | None = None) -> subprocess.Popen:
+    tf_config = {"cluster": cluster, "task": {"type": task_type, "index": index}}
+    env = {**os.environ, **(env or {}), "TF_CONFIG": json.dumps(tf_config), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def start(command: list, cluster: dict, evaluator: bool = True, env: dict | None = None,
+          pause: dict | None = None) -> dict:
+    """Every task of `cluster` (and an evaluator) running `command`, keyed `chief0`, `worker1`, `ps0`, ...;
+    `pause` maps a task to a point where it holds still (pause.py), and returns once those tasks hold."""
+    tasks = [(job, index) for job, addresses in cluster.items() for index in range(len(addresses))]
+    if evaluator:
+        tasks.append(("evaluator", 0))
+    processes = {}
+    for job, index in tasks:
+        name = f"{job}{index}"
+        task_command = command
+        if pause and name in pause:  # `command` is [python, program, ...]: the same python runs pause.py
+            task_command = [command[0], os.path.join(HELPERS, "pause.py"), pause[name], *command[1:]]
+        processes[name] = start_task(task_command, cluster, job, index, env)
+    for name in pause or ():
+        for line in processes[name].stdout:
+            if line.startswith("paused after "):
+                break
+        else:
+            raise AssertionError(f"{name} ended before {pause[name]}: {processes[name].stderr.read()[-3000:]}")
+    return processes
+
+
+def finish(processes: dict, timeout: int = 300) -> dict:
+    """Waits for every task but the ps tasks, which serve until killed (as in TF 2.15), then kills those.
+    Returns {task: (exit code, the JSON line it printed last or None, stderr)}."""
+    results = {}
+    try:
+        for name, process in processes.items():
+            if not name.startswith("ps"):
+                out, err = process.communicate(timeout=timeout)
+                lines = out.strip().splitlines()
+                results[name] = (process.returncode, json.loads(lines[-1]) if lines else None, err)
+    finally:
+        for process in processes.values():
+            process.kill()
+            process.communicate()
+    return results
+
+
+def _record(python: str, out: str) -> None:
+    import tempfile
+
+    import tensorflow as tf
+
+    record = {}
+    for name, flags in (("model_fn", []), ("canned", ["--canned"])):
+        model_dir = tempfile.mkdtemp(prefix=f"tf215-ps-{name}-")
+        results = finish(start([python, PROGRAM, model_dir, "200", *flags], cluster_of()))
+        for task, (code, _, err) in results.items():
+            assert code == 0, f"{task}: {err[-3000:]}"
+        latest = tf.train.latest_checkpoint(model_dir)
+        export_base = os.path.join(model_dir, "export", "latest")
+        export = os.path.join(export_base, sorted(os.listdir(export_base))[-1])
+        record[name] = {
+            "steps": {task: report["step"] for task, (_, report, _) in results.items()},
+            "variables": sorted(name for name, _ in tf.train.list_variables(latest)),
+            "evaluator": results["evaluator0"][1],
+            "files": sorted({entry.split(".")[0] if entry.startswith("events.") else entry.split("-")[0]
+                             for entry in os.listdir(model_dir)}),
+            "export_signatures": sorted(tf.saved_model.load(export).signatures),
+        }
+    with open(out, "w") as stream:
+        json.dump(record, stream, indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    _record(sys.argv[1], sys.argv[2])

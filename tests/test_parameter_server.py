@@ -1,0 +1,142 @@
+"""Parameter-server clusters (TF 1's between-graph replication) on the graph engine, beside TF 2.15's run.
+
+Every task is a real process on 127.0.0.1: ps, chief (or TF 1's master), two
+workers and an evaluator, each running tests/helpers/ps_cluster_program.py
+with its one import line changed to compat.estimator. tests/data/tf215_ps_cluster.json
+is what TF 2.15's real tf.estimator gave for the unchanged program
+(`python tests/helpers/ps_cluster.py TF215_PYTHON OUT.json`). Training is
+asynchronous, so the final step and the numbers vary from run to run on either
+TensorFlow; the checkpoint's variables, the folder's files, the exports and the
+evaluator's schedule do not.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from conftest import HELPERS, REPO
+
+sys.path.insert(0, HELPERS)
+from ps_cluster import PROGRAM, cluster_of, finish, start, start_task  # noqa: E402
+
+TF215 = json.load(open(os.path.join(REPO, "tests", "data", "tf215_ps_cluster.json")))
+MAX_STEPS = 200
+# A trainer stops after the first step whose read of the shared step shows max_steps. Once the step
+# reaches max_steps, each of the three trainers may still land the step in flight (its read taken before)
+# and the next one: at most two each. TF 2.15 ended at 201-203 for 200.
+IN_FLIGHT = 2 * 3
+ENV = {"PYTHONPATH": REPO}
+
+
+def changed_program(tmp_path) -> str:
+    source = open(PROGRAM).read()
+    changed = source.replace("estimator = tf.estimator\n", "import compat.estimator as estimator\n")
+    assert changed != source
+    path = tmp_path / "program.py"
+    path.write_text(changed)
+    return str(path)
+
+
+def assert_all_succeeded(results: dict) -> None:
+    for task, (code, _, err) in results.items():
+        assert code == 0, f"{task}: {err[-3000:]}"
+
+
+def predict_alone(program: str, model_dir: str, *flags: str) -> dict:
+    """The cluster's newest checkpoint restored by a single-process Estimator (no TF_CONFIG)."""
+    env = {key: value for key, value in os.environ.items() if key != "TF_CONFIG"}
+    result = subprocess.run([sys.executable, program, model_dir, "0", *flags, "--predict-only"], cwd=REPO,
+                            capture_output=True, text=True, timeout=300, env={**env, **ENV})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("model", ["model_fn", "canned"])
+def test_a_ps_cluster_trains_evaluates_and_exports_as_tf_2_15(tmp_path, model):
+    program, model_dir = changed_program(tmp_path), str(tmp_path / "model")
+    flags = ["--canned"] if model == "canned" else []
+    results = finish(start([sys.executable, program, model_dir, str(MAX_STEPS), *flags], cluster_of(), env=ENV))
+    assert_all_succeeded(results)
+    theirs = TF215[model]
+
+    final = results["chief0"][1]["step"]  # the chief's last save, after every trainer stopped
+    assert MAX_STEPS <= final <= MAX_STEPS + IN_FLIGHT
+    assert all(report["returned"] is None for _, report, _ in results.values())  # as TF 2.15's tasks
+    checkpoint = tf.train.latest_checkpoint(model_dir)
+    # The variables lived on the ps task, the chief saved them in one shard, under TF 2.15's names.
+    assert sorted(name for name, _ in tf.train.list_variables(checkpoint)) == theirs["variables"]
+    assert glob.glob(checkpoint + ".data-00000-of-00001")
+    files = {entry.split(".")[0] if entry.startswith("events.") else entry.split("-")[0]
+             for entry in os.listdir(model_dir)}
+    assert sorted(files) == theirs["files"]
+
+    evaluator = results["evaluator0"][1]
+    assert evaluator["global_step"] == final  # it ended after evaluating the final checkpoint
+    assert 1 <= evaluator["exports"] <= 2  # LatestExporter(exports_to_keep=2)
+    exports = sorted(glob.glob(os.path.join(model_dir, "export", "latest", "*")))
+    assert sorted(tf.saved_model.load(exports[-1]).signatures) == theirs["export_signatures"]
+    if model == "model_fn":  # Adagrad at 0.5 learns this in 200 steps on either TensorFlow (TF 2.15: 0.977)
+        assert evaluator["accuracy"] > 0.9
+
+    alone = predict_alone(program, model_dir, *flags)
+    assert alone["global_step"] == final
+    assert alone["accuracy"] == pytest.approx(evaluator["accuracy"], abs=1e-6)  # one checkpoint, one model
+
+
+def test_a_tf1_cluster_led_by_a_master_trains_and_the_master_evaluates(tmp_path):
+    """TF 1's cluster has no evaluator task: the master evaluates after its saves, as on one machine."""
+    program, model_dir = changed_program(tmp_path), str(tmp_path / "model")
+    results = finish(start([sys.executable, program, model_dir, str(MAX_STEPS)], cluster_of("master"),
+                           evaluator=False, env=ENV))
+    assert_all_succeeded(results)
+    final = results["master0"][1]["step"]
+    assert MAX_STEPS <= final <= MAX_STEPS + IN_FLIGHT
+    evaluated = set()
+    for events in glob.glob(os.path.join(model_dir, "eval", "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(events):
+            if any(value.tag == "accuracy" for value in event.summary.value):
+                evaluated.add(event.step)
+    assert final in evaluated
+    assert glob.glob(os.path.join(model_dir, "export", "latest", "*", "saved_model.pb"))
+
+
+def test_a_worker_killed_and_restarted_rejoins(tmp_path):
+    program, model_dir = changed_program(tmp_path), str(tmp_path / "model")
+    command = [sys.executable, program, model_dir, str(MAX_STEPS)]
+    cluster = cluster_of(workers=1)
+    # The worker holds after its 20th step, its session open on the ps: it is killed there.
+    processes = start(command, cluster, evaluator=False, env=ENV, pause={"worker0": "run:20"})
+    processes["worker0"].send_signal(signal.SIGKILL)
+    processes["worker0"].communicate()
+    processes["worker0"] = start_task(command, cluster, "worker", 0, ENV)
+    results = finish(processes)
+    assert_all_succeeded(results)
+    assert results["chief0"][1]["step"] >= MAX_STEPS
+    assert predict_alone(program, model_dir)["global_step"] == results["chief0"][1]["step"]
+
+
+def test_a_model_to_estimator_estimator_in_a_ps_cluster_is_refused_before_it_starts(tmp_path, monkeypatch):
+    import keras
+
+    import compat.estimator as estimator
+    from compat import distribution
+
+    cluster = cluster_of(workers=1)
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}}))
+    inputs = keras.Input((4,), name="x")
+    model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    est = estimator.model_to_estimator(keras_model=model, model_dir=str(tmp_path / "model"),
+                                       config=estimator.RunConfig(save_checkpoints_steps=10))
+    spec = estimator.TrainSpec(lambda: tf.data.Dataset.from_tensors(({"x": [[0.0] * 4]}, [0])), max_steps=1)
+    with pytest.raises(distribution.UnsupportedStrategyError, match="ps tasks.*model_fn"):
+        estimator.train_and_evaluate(est, spec, estimator.EvalSpec(spec.input_fn))
+    assert not os.path.exists(tmp_path / "model" / "checkpoint")
