@@ -161,7 +161,12 @@ def _import_tensorflow_quietly() -> None:
     import tempfile
 
     sys.stderr.flush()
-    terminal = os.dup(2)
+    try:
+        terminal = os.dup(2)
+    except OSError:  # no descriptor 2 (a daemon's closed stderr): nothing to hold back
+        import keras  # noqa: F401
+
+        return
     with tempfile.TemporaryFile() as held:
         os.dup2(held.fileno(), 2)
         try:
