@@ -204,7 +204,7 @@ def examples(table: FileTable, config: PipelineConfig, split: str, training: boo
 
     def describe() -> dict:
         skipped = len(bad_files.skipped) if bad_files else 0
-        if skipped:
+        if bad_files and skipped:
             logging.warning("While caching the %s split: %s", split, bad_files.summary())
         examples = len(table) - skipped
         return {

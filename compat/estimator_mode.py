@@ -68,8 +68,10 @@ def train_and_evaluate(run: Run) -> dict | None:
     test = est.evaluate(run.input_fn("test"), name="test")
     cluster = run_config.cluster_spec.as_dict()
     if cluster and "evaluator" not in cluster:  # in a cluster the evaluator exports; without one, the chief
+        checkpoint = est.latest_checkpoint()
+        assert checkpoint is not None  # just evaluated
         for exporter in exporters:
-            exporter.export(est, run.path("export", exporter.name), est.latest_checkpoint(), test, True)
+            exporter.export(est, run.path("export", exporter.name), checkpoint, test, True)
     evaluations = read_eval_metrics(est.eval_dir())
     _write_history(run.path("history.csv"), evaluations)
     extra = {}

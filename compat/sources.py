@@ -281,6 +281,7 @@ def list_source(source: DataSource, cache_dir: str) -> list[LabelledFile]:
 
             return list_fsdd(fetch.fetch_fsdd(cache_dir, url=source.url))
         return list_fsdd(source.path)
+    assert source.path is not None  # DataSource refuses a folder or manifest without one
     if source.kind == "manifest":
         return list_manifest(source.path)
     return list_class_folders(source.path)

@@ -622,7 +622,7 @@ class Estimator(EstimatorBase):
     def export_saved_model(
         self,
         export_dir_base: str,
-        serving_input_receiver_fn: Callable,
+        serving_input_receiver_fn: Callable | None,
         assets_extra: dict | None = None,
         as_text: bool = False,
         checkpoint_path: str | None = None,
@@ -662,7 +662,7 @@ class Estimator(EstimatorBase):
     def export_savedmodel(
         self,
         export_dir_base: str,
-        serving_input_receiver_fn: Callable,
+        serving_input_receiver_fn: Callable | None,
         assets_extra: dict | None = None,
         as_text: bool = False,
         checkpoint_path: str | None = None,

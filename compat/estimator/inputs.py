@@ -94,6 +94,7 @@ def pandas_input_fn(
     if y is not None and not x.index.equals(y.index):
         raise ValueError("Index for x and y are mismatched.")
     features = {str(column): x[column].values for column in x.columns}
+    target: Any
     if isinstance(y, pandas.DataFrame):
         target = {str(column): y[column].values for column in y.columns}
     else:

@@ -199,6 +199,7 @@ class KerasEstimator(EstimatorBase):
             saved = list(reversed(state.all_model_checkpoint_paths)) if state else []
             candidates = saved if saved and path == saved[0] else [path]
             path = restore_newest_readable(candidates, lambda p: keras_checkpoint.restore(model, self._global_step, p))
+            assert path is not None  # candidates is never empty
             self._restored_from[id(model)] = path
         return int(self._global_step.numpy())
 
@@ -815,6 +816,7 @@ def model_to_estimator(
         raise ValueError("Please specify either `keras_model` or `keras_model_path`, but not both.")
     if keras_model_path is not None:
         keras_model = _load_model(keras_model_path, custom_objects)
+    assert keras_model is not None  # one of the two was given
     if getattr(keras_model, "optimizer", None) is None or not keras_model.compiled:
         raise ValueError(
             "The given keras model has not been compiled yet. Please compile the model with "

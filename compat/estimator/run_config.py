@@ -386,10 +386,12 @@ def _placement(tf_config: dict) -> _Placement:
     return _led_by_chief(cluster_spec, tf_config)
 
 
-def _cluster_session_config(task_type: str, task_id: int) -> tf.compat.v1.ConfigProto | None:
+def _cluster_session_config(task_type: str | None, task_id: int) -> tf.compat.v1.ConfigProto | None:
     """TF 2.15's session config for a task of a between-graph cluster: each task sees only the devices it
     works with (the ps, and itself), so a session does not wait on every other task. None for an evaluator
     or a job of another name: nothing to filter for them."""
+    if task_type is None:
+        return None
     filters = {
         TaskType.MASTER: ["/job:ps", "/job:master"],
         TaskType.CHIEF: ["/job:ps", "/job:chief"],

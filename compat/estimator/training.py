@@ -285,9 +285,9 @@ class _EvaluateAfterSaves(tf.compat.v1.train.CheckpointSaverListener):
         spec = self.eval_spec
         self.eval_result = self.estimator.evaluate(spec.input_fn, steps=spec.steps, hooks=spec.hooks, name=spec.name)
         self._evaluated_step = step
-        self.export_results = _run_exporters(
-            self.estimator, spec, self.estimator.latest_checkpoint(), self.eval_result, self.max_steps
-        )
+        checkpoint = self.estimator.latest_checkpoint()
+        assert checkpoint is not None  # called after a save
+        self.export_results = _run_exporters(self.estimator, spec, checkpoint, self.eval_result, self.max_steps)
 
 
 def train_and_evaluate(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec):

@@ -64,7 +64,7 @@ def dnn_linear_combined_model_fn(
     if not linear_feature_columns and not dnn_feature_columns:
         raise ValueError("Either linear_feature_columns or dnn_feature_columns must be defined.")
     training = mode == ModeKeys.TRAIN
-    parts = []  # (logits, optimizer, trainable variables, update ops)
+    parts: list[tuple[Any, Any, list, list]] = []  # (logits, optimizer, trainable variables, update ops)
     if dnn_feature_columns:
         if not dnn_hidden_units:
             raise ValueError("dnn_hidden_units must be defined when dnn_feature_columns is specified.")

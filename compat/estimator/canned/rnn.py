@@ -269,7 +269,7 @@ class RNNModel(tf_keras.Model):
         self._sequence_feature_columns = sequence_feature_columns
         self._context_feature_columns = context_feature_columns
         self._sequence_features_layer = tf_keras.experimental.SequenceFeatures(sequence_feature_columns)
-        self._dense_features_layer = (
+        self._dense_features_layer: Any = (
             tf_internals.v1_dense_features(context_feature_columns, name="dense_features")
             if context_feature_columns
             else None

@@ -271,8 +271,9 @@ def requested_keys(keys: Sequence[str] | None, valid_keys: Sequence[str]) -> Seq
 # --- shapes ------------------------------------------------------------------------------------------------------
 
 
-def _shape_tuple(tensor: Any) -> tuple | None:
-    return tuple(tensor.shape.as_list()) if tensor.shape.rank is not None else None
+def _shape_tuple(tensor: Any) -> tuple:
+    """An eager tensor's shape, which is always fully known (the graph checks use dynamic shapes)."""
+    return tuple(tensor.shape.as_list())
 
 
 def _shapes_equal(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:

@@ -63,17 +63,20 @@ class MultiHead(base_head.Head):
                 f"heads and head_weights must have the same size. Given len(heads): {len(heads)}. "
                 f"Given len(head_weights): {len(head_weights)}."
             )
+        names = []
         for head in heads:
             if head.name is None:
                 raise ValueError(f"All given heads must have name specified. Given: {head}")
+            names.append(head.name)
         self._heads = tuple(heads)
+        self._names: tuple[str, ...] = tuple(names)
         self._head_weights = tuple(head_weights) if head_weights else ()
         self._logits_dimension = sum(head.logits_dimension for head in heads)
 
     @property
     def name(self) -> str:
         """The heads' names joined by `_`."""
-        return "_".join(head.name for head in self._heads)
+        return "_".join(self._names)
 
     @property
     def logits_dimension(self) -> Any:
@@ -108,7 +111,7 @@ class MultiHead(base_head.Head):
 
     def _logits_dict(self, logits: Any, labels: Any = None) -> dict:
         """The logits by head name; logits and labels (when given) checked to have every head's."""
-        names = [head.name for head in self._heads]
+        names = self._names
         if isinstance(logits, dict):
             missing = sorted(set(names) - set(logits))
             if missing:
@@ -222,6 +225,8 @@ class MultiHead(base_head.Head):
                     predictions=predictions,
                     export_outputs=self._merged_export_outputs(head_specs),
                 )
+            if labels is None:
+                raise ValueError(f"labels must be given in {mode} mode: a dict of each head's labels")
             loss = self.loss(labels, logits, features, mode, regularization_losses)
             if mode == ModeKeys.EVAL:
                 eval_metrics = self.update_metrics(
@@ -251,7 +256,7 @@ class MultiHead(base_head.Head):
         """serving_default (the first head's default), each head's signatures under `<name>` (its default) and
         `<name>/<signature>`, and `predict` with the heads' PredictOutputs merged as `<name>/<key>`."""
         export_outputs = {
-            base_head.DEFAULT_SERVING_KEY: _default_export_output(head_specs[0].export_outputs, self._heads[0].name)
+            base_head.DEFAULT_SERVING_KEY: _default_export_output(head_specs[0].export_outputs, self._names[0])
         }
         merged_predictions = {}
         for head, spec in zip(self._heads, head_specs):

@@ -110,6 +110,8 @@ class MultiLabelHead(base_head.SingleHead):
     def _sparse_indicator(self, labels: tf.sparse.SparseTensor) -> tf.Tensor:
         """Multi-hot `[D0, ... DN, n_classes]` from a SparseTensor of class ids or vocabulary strings."""
         if labels.dtype == tf.string:
+            if self._label_vocabulary is None:
+                raise ValueError("Labels are strings: give the head a label_vocabulary of the class names.")
             ids = base_head.label_ids_from_vocabulary(labels.values, self._label_vocabulary)
             return tf.sparse.to_indicator(
                 tf.sparse.SparseTensor(labels.indices, ids, labels.dense_shape), self._n_classes

@@ -82,6 +82,7 @@ class InMemoryEvaluatorHook(tf.compat.v1.train.SessionRunHook):
             session.run(self._copy_in, feed_dict=feed)
 
         scaffold = _v1.train.Scaffold(init_fn=copy_training_values, copy_from_scaffold=self._scaffold)
+        assert self._graph is not None  # built in begin()
         with self._graph.as_default():
             self._estimator._run_evaluation(
                 None, scaffold, self._update_op, self._values, self._all_hooks, self._eval_dir
