@@ -396,6 +396,9 @@ def test_multi_label_checks():
         MultiLabelHead(1)
     with pytest.raises(ValueError, match=r"labels must be an integer indicator Tensor with values in \[0, 1\]"):
         MultiLabelHead(2).loss(np.array([[2, 0]]), np.zeros([1, 2], np.float32), {})
+    strings = tf.sparse.SparseTensor(indices=[[0, 0]], values=["x"], dense_shape=[1, 1])
+    with pytest.raises(ValueError, match="Labels are strings: give the head a label_vocabulary"):
+        MultiLabelHead(2).loss(strings, np.zeros([1, 2], np.float32), {})
 
 
 # --- MultiHead ---------------------------------------------------------------------------------------------------
@@ -415,6 +418,8 @@ def test_multi_head_loss_is_the_weighted_sum_of_the_heads():
     assert multi.loss(labels, as_one_tensor, {}).numpy() == pytest.approx(expected, rel=1e-6)
     with pytest.raises(ValueError, match="labels has missing values for head"):
         multi.loss({"click": LABELS_2}, logits, {})
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="You must provide a labels Tensor"):
+        multi.create_estimator_spec({}, EVAL, logits, None)
 
 
 def test_multi_head_eval_metrics_and_predict_signatures():
