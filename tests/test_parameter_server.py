@@ -78,17 +78,19 @@ def test_a_ps_cluster_trains_evaluates_and_exports_as_tf_2_15(tmp_path, model):
              for entry in os.listdir(model_dir)}
     assert sorted(files) == theirs["files"]
 
+    # The evaluator ends after evaluating a checkpoint at or past max_steps, as TF 2.15's did: the chief's
+    # periodic save may land there before its final one.
     evaluator = results["evaluator0"][1]
-    assert evaluator["global_step"] == final  # it ended after evaluating the final checkpoint
+    assert MAX_STEPS <= evaluator["global_step"] <= final
     assert 1 <= evaluator["exports"] <= 2  # LatestExporter(exports_to_keep=2)
     exports = sorted(glob.glob(os.path.join(model_dir, "export", "latest", "*")))
     assert sorted(tf.saved_model.load(exports[-1]).signatures) == theirs["export_signatures"]
-    if model == "model_fn":  # Adagrad at 0.5 learns this in 200 steps on either TensorFlow (TF 2.15: 0.977)
-        assert evaluator["accuracy"] > 0.9
 
     alone = predict_alone(program, model_dir, *flags)
     assert alone["global_step"] == final
-    assert alone["accuracy"] == pytest.approx(evaluator["accuracy"], abs=1e-6)  # one checkpoint, one model
+    assert alone["predicted_accuracy"] == pytest.approx(alone["evaluated_accuracy"], abs=1e-6)
+    if model == "model_fn":  # Adagrad at 0.5 learns this in 200 steps on either TensorFlow (TF 2.15: 0.977)
+        assert alone["evaluated_accuracy"] > 0.9
 
 
 def test_a_tf1_cluster_led_by_a_master_trains_and_the_master_evaluates(tmp_path):

@@ -11,7 +11,7 @@ changed to compat.estimator, and under TF 2.15 to compare. A ps task serves
 until it is killed, as in TF 2.15. The others print one JSON line: the task,
 what train_and_evaluate returned, the newest checkpoint in MODEL_DIR, and
 (evaluator) the exports and the last evaluation's numbers. `--predict-only`
-restores MODEL_DIR's newest checkpoint in one process and predicts.
+restores MODEL_DIR's newest checkpoint in one process, predicts and evaluates.
 """
 import json
 import os
@@ -71,7 +71,8 @@ if PREDICT_ONLY:
     predicted = classifier.predict(lambda: tf.data.Dataset.from_tensor_slices({"x": X}).batch(64))
     classes = np.array([int(p["class_ids"][0] if CANNED else p["class_ids"]) for p in predicted])
     print(json.dumps({"global_step": int(classifier.get_variable_value("global_step")),
-                      "accuracy": float(np.mean(classes == Y))}))
+                      "predicted_accuracy": float(np.mean(classes == Y)),
+                      "evaluated_accuracy": float(classifier.evaluate(input_fn)["accuracy"])}))
     sys.exit(0)
 result = estimator.train_and_evaluate(
     classifier,
