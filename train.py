@@ -43,10 +43,10 @@ def train_model(configs: flags.Configs) -> None:
         # restoring another model's checkpoint must not lose the flags that model was trained with.
         resuming = model_folder.last_saved_step(configs.model_dir) is not None
         if chief and not resuming:
-            flags.save_flagfile(this.path("flags.txt"))
+            flags.save_flagfile(this.path(model_folder.FLAGS_FILE))
         metrics = mode.train_and_evaluate(this)
         if chief and resuming:
-            flags.save_flagfile(this.path("flags.txt"))
+            flags.save_flagfile(this.path(model_folder.FLAGS_FILE))
     if metrics is None:
         print(f"{distribution.task_name()} finished; the chief writes the results in {configs.model_dir}")
         return
@@ -58,7 +58,7 @@ def train_model(configs: flags.Configs) -> None:
 
 def tune(configs: flags.Configs) -> None:
     """--mode=tune: a keras-tuner search, or the pipeline's speed settings; writes best.flags."""
-    from compat import distribution, run, tuning
+    from compat import distribution, model_folder, run, tuning
 
     distribution.check_cluster("tune")
     worker = tuning.is_tuning_worker()  # works in its chief's folder, which the chief holds
@@ -72,14 +72,14 @@ def tune(configs: flags.Configs) -> None:
         mode=None if worker else "tune",
     ) as this:
         if not worker:
-            flags.save_flagfile(this.path("flags.txt"))
-        best_flags = this.path("tuning", "best.flags")
+            flags.save_flagfile(this.path(model_folder.FLAGS_FILE))
+        best_flags = this.path(model_folder.BEST_FLAGS)
         if configs.tune_target == "pipeline":
             best = tuning.tune_pipeline(this, configs.explicit)
             summary = (
                 f"fastest pipeline {best['values']}: {best['examples_per_second']:,.0f} examples/s "
                 f"against {best['autotune_examples_per_second']:,.0f} with AUTOTUNE defaults "
-                f"(report: {this.path('tuning', 'pipeline.md')})"
+                f"(report: {this.path(model_folder.TUNING, 'pipeline.md')})"
             )
         else:
             try:
@@ -93,17 +93,19 @@ def tune(configs: flags.Configs) -> None:
                 f"best {configs.tune.objective} {found.score:.4f} over {found.completed} completed "
                 f"of {found.trials} trials"
             )
-            pareto = this.path("tuning", "pareto")
+            pareto = this.path(model_folder.PARETO_FLAGS)
             os.makedirs(pareto, exist_ok=True)
             for stale in os.listdir(pareto):  # a resumed search's front replaces the last one
                 os.remove(os.path.join(pareto, stale))
             for trial, values in found.pareto.items():
                 flags.save_best_flagfile(
-                    this.path("tuning", "pareto", f"{trial}.flags"), values, this.path("pareto", trial)
+                    this.path(model_folder.PARETO_FLAGS, f"{trial}.flags"),
+                    values,
+                    this.path(model_folder.PARETO_MODELS, trial),
                 )
             summary += f"; {len(found.pareto)} on the accuracy/speed front (tuning/pareto.md)"
             best = {"values": found.values}
-        flags.save_best_flagfile(best_flags, best["values"], this.path("best"))
+        flags.save_best_flagfile(best_flags, best["values"], this.path(model_folder.BEST))
     print(f"{summary}; train it with: python train.py --flagfile={best_flags} --mode=keras")
 
 
@@ -303,7 +305,9 @@ def main(argv: list[str]) -> None:
     except CheckpointMismatchError as error:
         import tensorflow as tf
 
-        saved = os.path.join(configs.model_dir, "flags.txt")
+        from compat.model_folder import FLAGS_FILE
+
+        saved = os.path.join(configs.model_dir, FLAGS_FILE)
         fail(
             f"{error}"
             + (

@@ -27,7 +27,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from compat import atomic, estimator
+from compat import atomic, estimator, model_folder
 from compat.estimator.early_stopping import read_eval_metrics
 from compat.model_folder import last_saved_step
 from compat.run import Run
@@ -64,16 +64,16 @@ def train_and_evaluate(run: Run) -> dict | None:
         return None
     # After training: a folder whose checkpoint is another model's is refused before anything is written.
     if not start_step:  # once per model folder, at its first run
-        run.write_example_images(run.path("examples"))
+        run.write_example_images(run.path(model_folder.ESTIMATOR_EXAMPLE_IMAGES))
     test = est.evaluate(run.input_fn("test"), name="test")
     cluster = run_config.cluster_spec.as_dict()
     if cluster and "evaluator" not in cluster:  # in a cluster the evaluator exports; without one, the chief
         checkpoint = est.latest_checkpoint()
         assert checkpoint is not None  # just evaluated
         for exporter in exporters:
-            exporter.export(est, run.path("export", exporter.name), checkpoint, test, True)
+            exporter.export(est, run.path(model_folder.ESTIMATOR_EXPORTS, exporter.name), checkpoint, test, True)
     evaluations = read_eval_metrics(est.eval_dir())
-    _write_history(run.path("history.csv"), evaluations)
+    _write_history(run.path(model_folder.HISTORY), evaluations)
     extra = {}
     if evaluations:  # the evaluation BestExporter picks: the lowest loss (its checkpoint may be gone by now)
         step, scores = min(evaluations.items(), key=lambda item: item[1].get("loss", float("inf")))

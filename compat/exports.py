@@ -29,6 +29,7 @@ from absl import logging
 
 from compat import atomic, audio
 from compat.config import PipelineConfig
+from compat.model_folder import SAVED_MODEL
 
 CLASSIFIER_INFO = "classifier.json"
 
@@ -139,6 +140,6 @@ def export_keras_model(
                 f"{difference} (> {limit:.2g}); the previous export was kept"
             )
 
-    atomic.replace_folder(os.path.join(model_dir, "saved_model"), export_and_check)
-    logging.info("Exported %s in %.0f s", os.path.join(model_dir, "saved_model"), time.monotonic() - started)
+    atomic.replace_folder(os.path.join(model_dir, SAVED_MODEL), export_and_check)
+    logging.info("Exported %s in %.0f s", os.path.join(model_dir, SAVED_MODEL), time.monotonic() - started)
     return difference

@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from compat import atomic, summaries
+from compat import atomic, model_folder, summaries
 from compat.callbacks import NanGuard, StopAtMaxSteps, TrainingClock
 from compat.checkpoints import restore_newest_readable
 from compat.exports import export_keras_model
@@ -176,7 +176,10 @@ def train_and_evaluate(run: Run) -> dict:
         model.optimizer.build(model.trainable_variables)
     checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
     manager = tf.train.CheckpointManager(
-        checkpoint, run.path("checkpoints"), max_to_keep=run.train.keep_checkpoints, checkpoint_name="ckpt"
+        checkpoint,
+        run.path(model_folder.KERAS_CHECKPOINTS),
+        max_to_keep=run.train.keep_checkpoints,
+        checkpoint_name="ckpt",
     )
     restored = restore_newest_readable(
         list(reversed(manager.checkpoints)), lambda path: checkpoint.restore(path).assert_existing_objects_matched()
@@ -186,7 +189,7 @@ def train_and_evaluate(run: Run) -> dict:
     start_step = int(model.optimizer.iterations.numpy())
 
     if not restored:  # once per model folder, at its first run
-        run.write_example_images(run.path("logs", "examples"))
+        run.write_example_images(run.path(model_folder.KERAS_EXAMPLE_IMAGES))
     nan_guard, clock = NanGuard(), TrainingClock(run.pipeline.batch_size)
     nan_guard.last_checkpoint = restored
     plan = run.plan
@@ -203,16 +206,16 @@ def train_and_evaluate(run: Run) -> dict:
                 nan_guard,
                 clock,
                 _Checkpoint(manager, nan_guard),
-                _KeepBest(run.path("best", "weights")),
+                _KeepBest(run.path(model_folder.BEST_WEIGHTS)),
                 _TensorBoard(
-                    run.path("logs"),
+                    run.path(model_folder.KERAS_LOGS),
                     run.train.log_every_steps,
                     run.pipeline.batch_size,
                     plan.steps_per_execution(run.train.steps_per_execution),
                     run.train.profile_steps,
                 ),
                 # one row per evaluation period ("epoch"); a resumed run appends
-                _CSVLogger(run.path("history.csv"), append=True),
+                _CSVLogger(run.path(model_folder.HISTORY), append=True),
             ],
             verbose=1 if sys.stdout.isatty() else 2,
         )
@@ -224,12 +227,12 @@ def train_and_evaluate(run: Run) -> dict:
     test = model.evaluate(test_dataset, return_dict=True, verbose=0)
     features, labels = run.test_examples()
     extra = run.confusion(labels, np.argmax(model.predict(features, verbose=0), axis=-1))
-    best = read_best(run.path("best", "weights"))
+    best = read_best(run.path(model_folder.BEST_WEIGHTS))
     if best is not None:  # the best period's weights, evaluated and exported beside the last
         best_model = run.build_model()
         # The model's weights must all match; the optimizer's slots, also in the file, are not needed here.
         tf.train.Checkpoint(model=best_model).read(
-            run.path("best", "weights", "weights")
+            run.path(model_folder.BEST_WEIGHTS, "weights")
         ).expect_partial().assert_existing_objects_matched()
         best["test_accuracy"] = float(best_model.evaluate(test_dataset, return_dict=True, verbose=0)["accuracy"])
         extra["best"] = best
@@ -239,7 +242,9 @@ def train_and_evaluate(run: Run) -> dict:
             model, run.model_dir, sample, pipeline=run.pipeline, class_names=run.class_names
         )
         if best is not None:
-            export_keras_model(best_model, run.path("best"), sample, pipeline=run.pipeline, class_names=run.class_names)
+            export_keras_model(
+                best_model, run.path(model_folder.BEST), sample, pipeline=run.pipeline, class_names=run.class_names
+            )
     # what the run computed with, as Keras applied it (not as the flags asked)
     extra["compute"] = {"dtype_policy": model.dtype_policy.name, "jit_compile": bool(model.jit_compile)}
     return run.write_metrics(test, int(model.optimizer.iterations.numpy()), start_step, clock.train_seconds, **extra)

@@ -1,4 +1,5 @@
-"""The model folder's layout, read by every mode: which mode's run a folder holds, and its newest step.
+"""The model folder's layout, owned here for every mode: the names of what a run writes, which mode's run
+a folder holds, and its newest step.
 
 `--mode=keras` (and tuning's best model) keep checkpoints in `checkpoints/`, the Estimator in the
 folder itself (`model.ckpt-N`), a search its oracle in `tuning/search/`.
@@ -10,8 +11,28 @@ import os
 
 import tensorflow as tf
 
+# Every mode
+FLAGS_FILE = "flags.txt"  # the flags a run was started with (--flagfile reads it)
+METRICS = "metrics.json"
+HISTORY = "history.csv"  # one row per evaluation
+CONFUSION_CHART = "confusion_matrix.png"
+# --mode=keras
 KERAS_CHECKPOINTS = "checkpoints"
-TUNING_ORACLE = os.path.join("tuning", "search", "oracle.json")
+KERAS_LOGS = "logs"  # TensorBoard's
+KERAS_EXAMPLE_IMAGES = os.path.join(KERAS_LOGS, "examples")
+SAVED_MODEL = "saved_model"  # the export that classifies audio (--mode=predict reads it)
+BEST = "best"  # the best evaluation period's weights (best/weights) and exports
+BEST_WEIGHTS = os.path.join(BEST, "weights")
+# --mode=estimator (tf.estimator's own names besides: model.ckpt-N, eval/, export/<exporter>/)
+ESTIMATOR_EXAMPLE_IMAGES = "examples"
+ESTIMATOR_EXPORTS = "export"
+# --mode=tune
+TUNING = "tuning"
+TUNING_SEARCH = "search"  # keras-tuner's project folder, below TUNING
+TUNING_ORACLE = os.path.join(TUNING, TUNING_SEARCH, "oracle.json")
+BEST_FLAGS = os.path.join(TUNING, "best.flags")
+PARETO_FLAGS = os.path.join(TUNING, "pareto")  # <trial>.flags for each trial on the accuracy/speed front
+PARETO_MODELS = "pareto"  # <trial>/ : that trial's model and exports
 
 
 class OtherModesFolderError(ValueError):

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from compat import audio
 from compat.exports import CLASSIFIER_INFO
+from compat.model_folder import SAVED_MODEL
 
 
 class NoClassifierError(FileNotFoundError):
@@ -66,7 +67,7 @@ class Classifier:
 
 def export_dir_of(model_dir: str) -> str:
     """The export a run folder (or a `best/` folder) classifies with: its `saved_model/`."""
-    folder = os.path.join(model_dir, "saved_model")
+    folder = os.path.join(model_dir, SAVED_MODEL)
     if not tf.io.gfile.isdir(folder):
         raise NoClassifierError(
             f"{model_dir} holds no saved_model/: give the `model_dir` of a finished `mode=keras` run (or its "

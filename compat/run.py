@@ -26,7 +26,7 @@ import tensorflow as tf
 import models
 from compat import atomic, charts, data
 from compat.config import PipelineConfig, TrainConfig
-from compat.model_folder import check_folder_mode
+from compat.model_folder import CONFUSION_CHART, METRICS, check_folder_mode
 from compat.sources import DataSource, SourceIndex
 
 _MAX_AUTO_STEPS_PER_EXECUTION = 64  # progress and stop requests are seen at least this often
@@ -173,7 +173,7 @@ class Run:
         """Writes `confusion_matrix.png`; returns the matrix (rows: true class) and per-class accuracy."""
         names = self.class_names
         matrix = tf.math.confusion_matrix(labels, predicted, num_classes=len(names)).numpy()
-        atomic.write_file(self.path("confusion_matrix.png"), lambda path: charts.confusion_png(path, matrix, names))
+        atomic.write_file(self.path(CONFUSION_CHART), lambda path: charts.confusion_png(path, matrix, names))
         return {
             "confusion_matrix": matrix.tolist(),
             "per_class_accuracy": {  # null for a class without test clips: nothing was measured
@@ -202,7 +202,7 @@ class Run:
             "class_names": list(self.class_names),
             **extra,
         }
-        atomic.write_json(self.path("metrics.json"), metrics)
+        atomic.write_json(self.path(METRICS), metrics)
         return metrics
 
 

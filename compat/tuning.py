@@ -34,7 +34,7 @@ import tensorflow as tf
 from absl import logging
 
 import models
-from compat import atomic, charts, data, tf_internals
+from compat import atomic, charts, data, model_folder, tf_internals
 from compat.callbacks import NanGuard, StopAtMaxSteps, TrainingClock
 from compat.config import PipelineConfig, TrainConfig, TuneConfig, replace_fields
 from compat.run import Run, plan_steps
@@ -219,7 +219,7 @@ def make_tuner(hypermodel: AudioHyperModel, config: TuneConfig, seed: int, direc
     common = dict(
         objective=objective(config.objective),
         directory=directory,
-        project_name="search",
+        project_name=model_folder.TUNING_SEARCH,
         overwrite=False,
         seed=seed,
         max_consecutive_failed_trials=config.max_failed_trials,
@@ -238,7 +238,7 @@ def make_tuner(hypermodel: AudioHyperModel, config: TuneConfig, seed: int, direc
             hypermodel.run.plan.period,
         )
         return keras_tuner.Hyperband(hypermodel, max_epochs=max(periods, 2), **common)
-    if os.path.exists(os.path.join(directory, "search", "oracle.json")):
+    if os.path.exists(os.path.join(directory, model_folder.TUNING_SEARCH, "oracle.json")):
         raise CannotResumeError(
             f"`tuner=grid` cannot resume the search in {directory}: keras-tuner's GridSearch fails on "
             "resume (keras-team/keras-tuner#1055). Use a new `model_dir`, or `tuner=random`, `tuner=bayesian` or "
@@ -400,7 +400,7 @@ class SearchResult:
 
 def search(run: Run, config: TuneConfig, fixed: frozenset[str]) -> SearchResult | None:
     """Runs (or resumes) the search; returns what it found, or None on a tuning worker (its chief reports)."""
-    folder = run.path("tuning")
+    folder = run.path(model_folder.TUNING)
     os.makedirs(folder, exist_ok=True)
     hypermodel = AudioHyperModel(run, fixed, config.objective, max_trials=config.max_trials)
     tuner = make_tuner(hypermodel, config, run.train.seed, folder)
@@ -455,7 +455,7 @@ def tune_pipeline(run: Run, fixed: frozenset[str]) -> dict:
     Writes `<model_dir>/tuning/pipeline.md` (every candidate's examples/s and the
     best against all-AUTOTUNE defaults); returns the chosen values.
     """
-    folder = run.path("tuning")
+    folder = run.path(model_folder.TUNING)
     os.makedirs(folder, exist_ok=True)
     best = dataclasses.replace(
         run.pipeline, **{name: getattr(PipelineConfig(), name) for name in _SPEED_SETTINGS if name not in fixed}
