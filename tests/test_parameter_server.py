@@ -125,6 +125,32 @@ def test_a_worker_killed_and_restarted_rejoins(tmp_path):
     assert predict_alone(program, model_dir)["global_step"] == results["chief0"][1]["step"]
 
 
+def checkpoint_steps(model_dir: str) -> set[int]:
+    return {int(path.rsplit("-", 1)[1].split(".")[0]) for path in glob.glob(os.path.join(model_dir, "model.ckpt-*.index"))}
+
+
+def test_a_lost_ps_task_started_again_is_filled_from_the_chiefs_newest_checkpoint(tmp_path):
+    """As in TF 2.15: the trainers wait for a lost ps task; started again, it gets the chief's newest checkpoint
+    (not the initial values) and training goes on to max_steps."""
+    program, model_dir = changed_program(tmp_path), str(tmp_path / "model")
+    release = tmp_path / "release"
+    command = [sys.executable, program, model_dir, str(2 * MAX_STEPS)]
+    cluster = cluster_of(workers=1)
+    # The chief holds after its save at step 100 or later; the ps is lost and started again meanwhile.
+    processes = start(command, cluster, evaluator=False, env={**ENV, "PAUSE_RELEASE": str(release)},
+                      pause={"chief0": "checkpoint:100"})
+    saved_before = checkpoint_steps(model_dir)
+    processes["ps0"].kill()
+    processes["ps0"].communicate()
+    processes["ps0"] = start_task(command, cluster, "ps", 0, ENV)
+    release.touch()
+    results = finish(processes)
+    assert_all_succeeded(results)
+    assert results["chief0"][1]["step"] >= 2 * MAX_STEPS
+    saved_after = checkpoint_steps(model_dir) - saved_before
+    assert saved_after and min(saved_after) >= max(saved_before)  # restored, not started from step 0 again
+
+
 def test_a_model_to_estimator_estimator_in_a_ps_cluster_is_refused_before_it_starts(tmp_path, monkeypatch):
     import keras
 

@@ -8,7 +8,7 @@
 whole (`tf.train.CheckpointManager.save`, as --mode=keras and the Keras engine
 save; `tf.compat.v1.train.Saver.save`, as the graph engine saves), the process
 prints `paused after <checkpoint path>` and sleeps until it is killed or
-interrupted. `trial:N`: the same once keras-tuner has recorded its N-th trial
+interrupted (or, with `PAUSE_RELEASE=FILE`, until FILE exists). `trial:N`: the same once keras-tuner has recorded its N-th trial
 as ended. `run:N`: the same once this process's training session
 (`MonitoredSession.run`, as the graph engine trains) has run N steps, for a
 task that saves no checkpoint (a worker of a cluster). `--install` calls `compat.estimator.install()` first, as a legacy
@@ -29,10 +29,21 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
+# With PAUSE_RELEASE=FILE the process goes on once FILE exists (once only: later points do not hold),
+# so that a test can change the world around a held process (kill a server) and then let it meet that.
+RELEASE = os.environ.get("PAUSE_RELEASE")
+_released = []
+
+
 def _hold(what: str) -> None:
+    if _released:
+        return
     print(f"paused after {what}", flush=True)
     while True:  # time.sleep lets Python's signal handlers (train.py's Ctrl-C) run
-        time.sleep(60)
+        if RELEASE and os.path.exists(RELEASE):
+            _released.append(what)
+            return
+        time.sleep(0.2 if RELEASE else 60)
 
 
 def _step_of(path) -> int:
