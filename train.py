@@ -146,43 +146,56 @@ def _quiet_tensorflow_logs(mode: str) -> None:
 # What TensorFlow's C++ libraries print while they load, before any Python logging exists: each of its
 # two libraries says its log is not initialised yet, that oneDNN is on and that no CUDA driver was found.
 # None of it is for a user to act on; on a machine without a GPU, "failed call to cuInit" stays as the one
-# line saying so.
+# line saying so. (TF_CPP_MIN_LOG_LEVEL=2, set above, already drops TensorFlow's own INFO lines.)
 _LOAD_NOISE = (
     "All log messages before absl::InitializeLog()",
     "oneDNN custom operations are on",
     "Could not find cuda drivers",
-    "cpu_feature_guard.cc",
-    "To enable the following instructions",
+)
+# The filter runs in a process of its own, so that what the import printed before a crash (a fatal
+# CPU-feature check, a segfault in a driver) still reaches the terminal: it reads until the pipe closes.
+_FORWARD_ALL_BUT_NOISE = (
+    "import sys\n"
+    "noise = [word.encode() for word in sys.argv[1:]]\n"
+    "for line in sys.stdin.buffer:\n"
+    "    if not any(word in line for word in noise):\n"
+    "        sys.stdout.buffer.write(line)\n"
+    "        sys.stdout.buffer.flush()\n"
 )
 
 
 def _import_tensorflow_quietly() -> None:
-    """Imports TensorFlow and Keras with file descriptor 2 held in a temporary file, then passes on every
-    line it printed but `_LOAD_NOISE`. Those lines come from C++ before Python can filter them, so only
-    the descriptor can catch them; whatever else the import printed (an error, a warning) still shows."""
-    import tempfile
+    """Imports TensorFlow and Keras with file descriptor 2 sent through a filter that passes on every line
+    but `_LOAD_NOISE`. Those lines come from C++ before Python can filter them, so only the descriptor can
+    catch them; whatever else the import prints (an error, a warning) still shows, as it is printed."""
+    import subprocess
 
-    sys.stderr.flush()
-    try:
-        terminal = os.dup(2)
-    except OSError:  # no descriptor 2 (a daemon's closed stderr): nothing to hold back
+    if sys.stderr is None:  # no descriptor 2 (a daemon's closed stderr): nothing to filter
         import keras  # noqa: F401
 
         return
-    with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
-        try:
-            import keras  # noqa: F401
-            import tensorflow  # noqa: F401
-        finally:
-            sys.stderr.flush()
-            os.dup2(terminal, 2)
-            os.close(terminal)
-            held.seek(0)
-            for line in held.read().decode(errors="replace").splitlines(keepends=True):
-                if not any(noise in line for noise in _LOAD_NOISE):
-                    sys.stderr.write(line)
-            sys.stderr.flush()
+    sys.stderr.flush()
+    try:
+        terminal = os.dup(2)
+        forward = subprocess.Popen(
+            [sys.executable, "-c", _FORWARD_ALL_BUT_NOISE, *_LOAD_NOISE], stdin=subprocess.PIPE, stdout=terminal
+        )
+    except OSError:  # no process to spare: the lines show, nothing is lost
+        import keras  # noqa: F401
+
+        return
+    pipe = forward.stdin
+    assert pipe is not None  # stdin=PIPE
+    os.dup2(pipe.fileno(), 2)
+    try:
+        import keras  # noqa: F401
+        import tensorflow  # noqa: F401
+    finally:
+        sys.stderr.flush()
+        os.dup2(terminal, 2)
+        os.close(terminal)
+        pipe.close()
+        forward.wait()  # every line passed on before what follows is printed
 
 
 def _interrupted(model_dir: str):

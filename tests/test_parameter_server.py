@@ -25,7 +25,7 @@ import tensorflow as tf
 from conftest import HELPERS, REPO
 
 sys.path.insert(0, HELPERS)
-from ps_cluster import PROGRAM, cluster_of, finish, start, start_task  # noqa: E402
+from ps_cluster import PROGRAM, cluster_of, finish, kill_all, paused, start, start_task, wait_until_paused  # noqa: E402,I001
 
 TF215 = json.load(open(os.path.join(REPO, "tests", "data", "tf215_ps_cluster.json")))
 MAX_STEPS = 200
@@ -112,16 +112,26 @@ def test_a_tf1_cluster_led_by_a_master_trains_and_the_master_evaluates(tmp_path)
 
 def test_a_worker_killed_and_restarted_rejoins(tmp_path):
     program, model_dir = changed_program(tmp_path), str(tmp_path / "model")
+    release = tmp_path / "release"
     command = [sys.executable, program, model_dir, str(MAX_STEPS)]
     cluster = cluster_of(workers=1)
-    # The worker holds after its 20th step, its session open on the ps: it is killed there.
-    processes = start(command, cluster, evaluator=False, env=ENV, pause={"worker0": "run:20"})
-    processes["worker0"].send_signal(signal.SIGKILL)
-    processes["worker0"].communicate()
-    processes["worker0"] = start_task(command, cluster, "worker", 0, ENV)
-    results = finish(processes)
+    # The chief holds after its first save (the variables made), so that only the worker trains; the worker
+    # holds after its 20th step, its session open on the ps, and is killed there. Started again, it holds
+    # after its first step on the shared model, and both are let go.
+    env = {**ENV, "PAUSE_RELEASE": str(release)}
+    processes = start(command, cluster, evaluator=False, env=env, pause={"chief0": "checkpoint:0", "worker0": "run:20"})
+    try:
+        processes["worker0"].send_signal(signal.SIGKILL)
+        processes["worker0"].wait()
+        processes["worker0"] = start_task(paused(command, "run:1"), cluster, "worker", 0, env)
+        wait_until_paused(processes["worker0"])
+        release.touch()
+        results = finish(processes)
+    finally:
+        kill_all(processes)
     assert_all_succeeded(results)
     assert results["chief0"][1]["step"] >= MAX_STEPS
+    assert results["worker0"][1]["session_starts"] == [20]  # the restarted worker went on from the shared step
     assert predict_alone(program, model_dir)["global_step"] == results["chief0"][1]["step"]
 
 
@@ -139,16 +149,20 @@ def test_a_lost_ps_task_started_again_is_filled_from_the_chiefs_newest_checkpoin
     # The chief holds after its save at step 100 or later; the ps is lost and started again meanwhile.
     processes = start(command, cluster, evaluator=False, env={**ENV, "PAUSE_RELEASE": str(release)},
                       pause={"chief0": "checkpoint:100"})
-    saved_before = checkpoint_steps(model_dir)
-    processes["ps0"].kill()
-    processes["ps0"].communicate()
-    processes["ps0"] = start_task(command, cluster, "ps", 0, ENV)
-    release.touch()
-    results = finish(processes)
+    try:
+        held_at = max(checkpoint_steps(model_dir))
+        processes["ps0"].kill()
+        processes["ps0"].communicate()
+        processes["ps0"] = start_task(command, cluster, "ps", 0, ENV)
+        release.touch()
+        results = finish(processes)
+    finally:
+        kill_all(processes)
     assert_all_succeeded(results)
-    assert results["chief0"][1]["step"] >= 2 * MAX_STEPS
-    saved_after = checkpoint_steps(model_dir) - saved_before
-    assert saved_after and min(saved_after) >= max(saved_before)  # restored, not started from step 0 again
+    chief = results["chief0"][1]
+    assert chief["step"] >= 2 * MAX_STEPS
+    # The chief's session was made again on the new ps, from its newest checkpoint, not from step 0.
+    assert len(chief["session_starts"]) >= 2 and chief["session_starts"][-1] >= held_at
 
 
 def test_a_model_to_estimator_estimator_in_a_ps_cluster_is_refused_before_it_starts(tmp_path, monkeypatch):

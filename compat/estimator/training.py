@@ -165,7 +165,12 @@ def _start_server(config) -> tf.distribute.Server:
         server_config.gpu_options.CopyFrom(config.session_config.gpu_options)
     logging.info("Starting the TensorFlow server of %s %d", config.task_type, config.task_id)
     return tf.distribute.Server(
-        config.cluster_spec, job_name=config.task_type, task_index=config.task_id, config=server_config, start=True
+        config.cluster_spec,
+        job_name=config.task_type,
+        task_index=config.task_id,
+        protocol=config.protocol,
+        config=server_config,
+        start=True,
     )
 
 
@@ -182,6 +187,9 @@ def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_
             "the cluster without ps tasks (a chief, workers and an evaluator, with RunConfig(train_distribute="
             "tf.distribute.MultiWorkerMirroredStrategy())), or train the model through a model_fn"
         )
+    runs = (TaskType.CHIEF, TaskType.MASTER, TaskType.WORKER, TaskType.PS)
+    if config.task_type not in runs:
+        raise ValueError(f"Task type {config.task_type} is not supported. Supported task types are {list(runs)}")
     if not config.master:
         raise RuntimeError(
             "Could not start the TensorFlow server: this task has no address (RunConfig.master is empty); set "

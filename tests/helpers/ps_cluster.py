@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 
 HELPERS = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HELPERS, "ps_cluster_program.py")
@@ -30,9 +31,27 @@ def cluster_of(lead: str = "chief", workers: int = 2) -> dict:
 
 
 def start_task(command: list, cluster: dict, task_type: str, index: int, env: dict | None = None) -> subprocess.Popen:
+    """One task; its stderr goes to a file (`stderr_of`), which no unread pipe can make it wait on."""
     tf_config = {"cluster": cluster, "task": {"type": task_type, "index": index}}
     env = {**os.environ, **(env or {}), "TF_CONFIG": json.dumps(tf_config), "TF_CPP_MIN_LOG_LEVEL": "2"}
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = tempfile.TemporaryFile()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+    process.log = log  # type: ignore[attr-defined]
+    return process
+
+
+def stderr_of(process: subprocess.Popen) -> str:
+    process.log.seek(0)  # type: ignore[attr-defined]
+    return process.log.read().decode(errors="replace")  # type: ignore[attr-defined]
+
+
+def kill_all(processes: dict) -> None:
+    """Ends every task (once or again: a task already ended is left as it is)."""
+    for process in processes.values():
+        process.kill()
+        process.wait()
+        if process.stdout and not process.stdout.closed:
+            process.stdout.close()
 
 
 def start(command: list, cluster: dict, evaluator: bool = True, env: dict | None = None,
@@ -42,20 +61,30 @@ def start(command: list, cluster: dict, evaluator: bool = True, env: dict | None
     tasks = [(job, index) for job, addresses in cluster.items() for index in range(len(addresses))]
     if evaluator:
         tasks.append(("evaluator", 0))
-    processes = {}
+    processes: dict = {}
     for job, index in tasks:
         name = f"{job}{index}"
-        task_command = command
-        if pause and name in pause:  # `command` is [python, program, ...]: the same python runs pause.py
-            task_command = [command[0], os.path.join(HELPERS, "pause.py"), pause[name], *command[1:]]
+        task_command = paused(command, pause[name]) if pause and name in pause else command
         processes[name] = start_task(task_command, cluster, job, index, env)
-    for name in pause or ():
-        for line in processes[name].stdout:
-            if line.startswith("paused after "):
-                break
-        else:
-            raise AssertionError(f"{name} ended before {pause[name]}: {processes[name].stderr.read()[-3000:]}")
+    try:
+        for name in pause or ():
+            wait_until_paused(processes[name])
+    except BaseException:
+        kill_all(processes)
+        raise
     return processes
+
+
+def paused(command: list, point: str) -> list:
+    """`command` ([python, program, ...]) held at `point` by pause.py, run by the same python."""
+    return [command[0], os.path.join(HELPERS, "pause.py"), point, *command[1:]]
+
+
+def wait_until_paused(process: subprocess.Popen) -> None:
+    for line in process.stdout:
+        if line.startswith("paused after "):
+            return
+    raise AssertionError(f"the task ended before its pause point: {stderr_of(process)[-3000:]}")
 
 
 def finish(processes: dict, timeout: int = 300) -> dict:
@@ -65,19 +94,15 @@ def finish(processes: dict, timeout: int = 300) -> dict:
     try:
         for name, process in processes.items():
             if not name.startswith("ps"):
-                out, err = process.communicate(timeout=timeout)
+                out, _ = process.communicate(timeout=timeout)
                 lines = out.strip().splitlines()
-                results[name] = (process.returncode, json.loads(lines[-1]) if lines else None, err)
+                results[name] = (process.returncode, json.loads(lines[-1]) if lines else None, stderr_of(process))
     finally:
-        for process in processes.values():
-            process.kill()
-            process.communicate()
+        kill_all(processes)
     return results
 
 
 def _record(python: str, out: str) -> None:
-    import tempfile
-
     import tensorflow as tf
 
     record = {}

@@ -9,7 +9,8 @@ replication, its variables on the ps tasks; the evaluator evaluates the chief's
 checkpoints and exports the latest. The tests run it with its one import line
 changed to compat.estimator, and under TF 2.15 to compare. A ps task serves
 until it is killed, as in TF 2.15. The others print one JSON line: the task,
-what train_and_evaluate returned, the newest checkpoint in MODEL_DIR, and
+what train_and_evaluate returned, the newest checkpoint in MODEL_DIR, the global step at each training session
+it started, and
 (evaluator) the exports and the last evaluation's numbers. `--predict-only`
 restores MODEL_DIR's newest checkpoint in one process, predicts and evaluates.
 """
@@ -54,6 +55,15 @@ def model_fn(features, labels, mode, params):
     return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
 
+class SessionStarts(tf.compat.v1.train.SessionRunHook):
+    """The global step at each training session this task starts: a recovered one (a lost ps) adds a step."""
+
+    steps = []
+
+    def after_create_session(self, session, coord):
+        SessionStarts.steps.append(int(session.run(tf.compat.v1.train.get_global_step())))
+
+
 def serving_input_fn():
     x = tf.compat.v1.placeholder(tf.float32, [None, 4], name="x")
     return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
@@ -76,11 +86,12 @@ if PREDICT_ONLY:
     sys.exit(0)
 result = estimator.train_and_evaluate(
     classifier,
-    estimator.TrainSpec(input_fn, max_steps=MAX_STEPS),
+    estimator.TrainSpec(input_fn, max_steps=MAX_STEPS, hooks=[SessionStarts()]),
     estimator.EvalSpec(input_fn, steps=None, start_delay_secs=0, throttle_secs=1,
                        exporters=[estimator.LatestExporter("latest", serving_input_fn, exports_to_keep=2)]))
 latest = tf.train.latest_checkpoint(MODEL_DIR)
 report = {"task": task, "returned": result, "step": int(latest.rsplit("-", 1)[1]) if latest else None,
+          "session_starts": SessionStarts.steps,
           "checkpoints": sorted(name for name in os.listdir(MODEL_DIR) if name.startswith("model.ckpt-"))}
 if task["type"] == "evaluator":
     export_base = os.path.join(MODEL_DIR, "export", "latest")
