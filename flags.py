@@ -92,7 +92,11 @@ flags.DEFINE_string(
     "cache_dir", None, "Cache folder (datasets, downloads); default $ESTIMATOR_COMPAT_CACHE_DIR or ~/.cache."
 )
 flags.DEFINE_integer("shuffle_buffer", _PIPELINE.shuffle_buffer, "Examples in the shuffle buffer.", lower_bound=1)
-flags.DEFINE_bool("deterministic", _PIPELINE.deterministic, "Bit-reproducible element order (slower parallel stages).")
+flags.DEFINE_bool(
+    "deterministic",
+    _PIPELINE.deterministic,
+    "Bit-reproducible training order (slower parallel stages); evaluation splits are always in file order.",
+)
 flags.DEFINE_integer(
     "sample_rate",
     None,

@@ -114,7 +114,7 @@ class PipelineConfig:
     private_threadpool_size: int = 0  # 0: TensorFlow's shared pool
     cache: str = "disk"
     cache_dir: str | None = None  # None: default_cache_dir()
-    deterministic: bool = False  # True: bit-reproducible order, slower parallel maps
+    deterministic: bool = False  # True: bit-reproducible training order, slower parallel maps (eval: always)
     prefetch_to_device: bool = True  # only acts when a GPU is visible
     # grpc://HOST:PORT of a tf.data service dispatcher: its workers read, decode and compute the
     # training split's features (python -m compat.data_service); None: this process does.

@@ -325,6 +325,11 @@ def build_dataset(
     `config.batch_size`, the global batch, into the per-replica batch.
     """
     training = split == "train"
+    if not training:
+        # Evaluation, test and predict splits come in file order whatever `deterministic` says: predictions
+        # are matched to files by position, and a loaded machine otherwise reorders the parallel stages.
+        # They are small and off the training step's path, so the ordered stages cost nothing measurable.
+        config = dataclasses.replace(config, deterministic=True)
     table = index(source, config).table(split)
     batch_size = batch_size or config.batch_size
     if input_context is not None:  # each input pipeline decodes (and caches) only its own files

@@ -44,6 +44,10 @@ def test_eval_is_deterministic_and_unaugmented(class_folders, cache_dir):
     for (a, la), (b, lb) in zip(first, second):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(la, lb)
+    # in file order, whatever `deterministic` says (a loaded machine reordered the parallel stages before)
+    assert not config.deterministic
+    labels = np.concatenate([batch_labels for _, batch_labels in first])
+    assert labels.tolist() == list(data.index(class_folders, config).table("eval").labels)[: len(labels)]
 
 
 @pytest.mark.parametrize("cache", data.CACHE_MODES)
