@@ -177,10 +177,9 @@ def _start_server(config) -> tf.distribute.Server:
 def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
     """A task of a cluster with ps tasks, as TF 2.15 ran it (see the module docstring)."""
     from compat import distribution
-
-    config = estimator.config
     from compat.estimator.keras_lib import KerasEstimator
 
+    config = estimator.config
     if isinstance(estimator, KerasEstimator):
         raise distribution.UnsupportedStrategyError(
             "TF_CONFIG names ps tasks, and a model_to_estimator Estimator trains on TensorFlow 2's engines: run "

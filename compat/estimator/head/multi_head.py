@@ -225,8 +225,7 @@ class MultiHead(base_head.Head):
                     predictions=predictions,
                     export_outputs=self._merged_export_outputs(head_specs),
                 )
-            if labels is None:
-                raise ValueError(f"labels must be given in {mode} mode: a dict of each head's labels")
+            assert labels is not None  # each head's spec above refused TRAIN and EVAL without labels
             loss = self.loss(labels, logits, features, mode, regularization_losses)
             if mode == ModeKeys.EVAL:
                 eval_metrics = self.update_metrics(
