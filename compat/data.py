@@ -39,7 +39,7 @@ from typing import Any, Union
 import tensorflow as tf
 from absl import logging
 
-from compat import audio, cache
+from compat import audio, cache, distribution
 from compat.config import AUTOTUNE, CACHE_MODES, PipelineConfig
 from compat.sources import DataSource, FileTable, SourceIndex, build_index
 
@@ -290,10 +290,7 @@ def augment(batches: tf.data.Dataset, config: PipelineConfig) -> tf.data.Dataset
 def prefetch(batches: tf.data.Dataset, config: PipelineConfig) -> tf.data.Dataset:
     """Stage 7: prefetch, and copy batches ahead to a visible GPU."""
     batches = batches.prefetch(config.prefetch).with_options(_options(config))
-    if config.prefetch_to_device and tf.config.list_logical_devices("GPU"):
-        # Must be the last transformation; it overlaps the host-to-device copy with the step.
-        batches = batches.apply(tf.data.experimental.prefetch_to_device("/gpu:0", buffer_size=2))
-    return batches
+    return distribution.prefetch_to_accelerator(batches) if config.prefetch_to_device else batches
 
 
 def _options(config: PipelineConfig) -> tf.data.Options:

@@ -11,10 +11,13 @@ and `--num_gpus`, with Model Garden's meanings:
 
 Which engine runs which strategy: Keras 3 `fit` runs MirroredStrategy but not
 MultiWorkerMirroredStrategy (keras-team/keras#20585); the Estimator path's
-Keras engine runs both, stepping replicas through `strategy.run`.
+Keras engine runs both, stepping replicas through `strategy.run`. On one device,
+`prefetch_to_accelerator` is every input path's last stage: batches copied ahead to the GPU.
 """
 
 from __future__ import annotations
+
+import os
 
 import tensorflow as tf
 
@@ -46,6 +49,26 @@ def make_strategy(name: str, num_gpus: int = 0) -> tf.distribute.Strategy | None
             "multi_worker_mirrored (a TF_CONFIG cluster of a chief, workers and an evaluator, `mode=estimator`)"
         )
     raise UnsupportedStrategyError(f"unknown `distribution_strategy` '{name}'; use one of {', '.join(STRATEGIES)}")
+
+
+DEVICE_PREFETCH_VARIABLE = "COMPAT_PREFETCH_TO_DEVICE"
+
+
+def prefetch_to_accelerator(
+    dataset: tf.data.Dataset, buffer_size: int = 2, device: str | None = None
+) -> tf.data.Dataset:
+    """`dataset` with its next `buffer_size` elements copied ahead to `device` (default: the first visible
+    GPU), so that the host-to-device copy overlaps the step instead of starting it; `dataset` itself where
+    no GPU is visible or `COMPAT_PREFETCH_TO_DEVICE=0`. It must be the last transformation, on one device
+    only: a strategy's distributed dataset copies ahead to each replica's device itself."""
+    if os.environ.get(DEVICE_PREFETCH_VARIABLE, "").strip().lower() in {"0", "off", "false", "no"}:
+        return dataset
+    if device is None:
+        gpus = tf.config.list_logical_devices("GPU")
+        if not gpus:
+            return dataset
+        device = gpus[0].name
+    return dataset.apply(tf.data.experimental.prefetch_to_device(device, buffer_size))
 
 
 def strategy_for(config: DistributionConfig) -> tf.distribute.Strategy | None:

@@ -109,10 +109,15 @@ class Run:
         return os.path.join(self.model_dir, *parts)
 
     def dataset(self, split: str, pipeline: PipelineConfig | None = None) -> tf.data.Dataset:
-        return data.build_dataset(self.index, pipeline or self.pipeline, split)
+        pipeline = pipeline or self.pipeline
+        if self.strategy is not None:  # fit's distributed dataset copies ahead to each replica's device itself
+            pipeline = dataclasses.replace(pipeline, prefetch_to_device=False)
+        return data.build_dataset(self.index, pipeline, split)
 
     def input_fn(self, split: str) -> Callable[..., tf.data.Dataset]:
-        return data.make_input_fn(self.index, self.pipeline, split)
+        # The Estimator engine copies ahead to the device itself (or its strategy does): a dataset already on
+        # the GPU could not be distributed.
+        return data.make_input_fn(self.index, dataclasses.replace(self.pipeline, prefetch_to_device=False), split)
 
     def build_model(
         self,

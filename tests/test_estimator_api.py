@@ -183,3 +183,45 @@ def test_a_multi_head_program_with_add_metrics_exports_what_tf_2_15_exports(tmp_
     assert len(ours["serving"]["serve"]) > 1  # not vacuous: a signature per head and output (no default one)
     for key in ("metrics", "serving", "all_modes"):
         assert ours[key] == tf215[key], key
+
+
+def _on_a_device(params=None, repeat=True):
+    """A TF 1.8-era input_fn that copies its batches to a device itself (tensorflow/models#3908): "/cpu:0"
+    here, where a GPU machine named "/gpu:0"."""
+    return input_fn(params, repeat).apply(tf.data.experimental.prefetch_to_device("/cpu:0"))
+
+
+@pytest.mark.parametrize("engine", ["graph", "keras"])
+def test_an_input_fn_that_prefetches_to_a_device_trains_and_evaluates_on_both_engines(tmp_path, engine):
+    if engine == "graph":
+        model = estimator.Estimator(model_fn, model_dir=str(tmp_path))
+    else:
+        inputs = keras.Input((3,), name="x")
+        keras_model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(inputs))
+        keras_model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+        model = estimator.model_to_estimator(keras_model=keras_model, model_dir=str(tmp_path))
+    model.train(_on_a_device, steps=30)
+    metrics = model.evaluate(lambda: _on_a_device(repeat=False))
+    assert metrics["global_step"] == 30 and metrics["accuracy"] > 0.7  # the two features decide the label
+
+
+def test_prefetch_to_accelerator_copies_ahead_in_order_and_is_a_no_op_without_a_gpu(monkeypatch):
+    from compat import distribution
+
+    dataset = input_fn(repeat=False)
+    if not tf.config.list_logical_devices("GPU"):
+        assert distribution.prefetch_to_accelerator(dataset) is dataset
+    copied = distribution.prefetch_to_accelerator(dataset, device="/cpu:0")
+    assert copied is not dataset
+    assert [labels.numpy().tolist() for _, labels in copied] == [labels.numpy().tolist() for _, labels in dataset]
+
+    @tf.function
+    def sum_of_labels(iterator, steps):  # as the Keras engine's compiled loop reads it
+        total = tf.constant(0, tf.int64)
+        for _ in tf.range(steps):
+            total += tf.reduce_sum(tf.cast(next(iterator)[1], tf.int64))
+        return total
+
+    assert int(sum_of_labels(iter(copied), tf.constant(6))) == int(Y.sum())
+    monkeypatch.setenv(distribution.DEVICE_PREFETCH_VARIABLE, "0")
+    assert distribution.prefetch_to_accelerator(dataset, device="/cpu:0") is dataset

@@ -327,7 +327,7 @@ class KerasEstimator(EstimatorBase):
             return made
 
         if self._strategy is None:
-            return iter(dataset())
+            return iter(distribution.prefetch_to_accelerator(dataset()))
         if "input_context" in input_fn_kwargs(input_fn, input_context=None):  # it shards and sizes its batch
             return iter(self._strategy.distribute_datasets_from_function(dataset))
         return iter(self._strategy.experimental_distribute_dataset(dataset()))
@@ -500,7 +500,7 @@ class KerasEstimator(EstimatorBase):
         if steps is not None:
             dataset = dataset.take(steps)
         self._build_metrics(dataset.element_spec)
-        dataset = with_input_options(dataset)
+        dataset = distribution.prefetch_to_accelerator(with_input_options(dataset))
         try:
             if callbacks or session_hooks:
                 results = self._evaluate_with_hooks(dataset, step, callbacks, session_hooks)
