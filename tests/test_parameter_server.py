@@ -25,7 +25,8 @@ import tensorflow as tf
 from conftest import HELPERS, REPO
 
 sys.path.insert(0, HELPERS)
-from ps_cluster import PROGRAM, cluster_of, finish, kill_all, paused, start, start_task, wait_until_paused  # noqa: E402,I001
+from ps_cluster import (PROGRAM, cluster_of, finish, kill_all, paused, start, start_task,  # noqa: E402,I001
+                        stderr_of, wait_until_paused)
 
 TF215 = json.load(open(os.path.join(REPO, "tests", "data", "tf215_ps_cluster.json")))
 MAX_STEPS = 200
@@ -141,7 +142,8 @@ def checkpoint_steps(model_dir: str) -> set[int]:
 
 def test_a_lost_ps_task_started_again_is_filled_from_the_chiefs_newest_checkpoint(tmp_path):
     """As in TF 2.15: the trainers wait for a lost ps task; started again, it gets the chief's newest checkpoint
-    (not the initial values) and training goes on to max_steps."""
+    (not the initial values) and training goes on to max_steps. Meanwhile the chief names the lost task and the
+    checkpoint a restarted cluster resumes from."""
     program, model_dir = changed_program(tmp_path), str(tmp_path / "model")
     release = tmp_path / "release"
     command = [sys.executable, program, model_dir, str(2 * MAX_STEPS)]
@@ -163,6 +165,61 @@ def test_a_lost_ps_task_started_again_is_filled_from_the_chiefs_newest_checkpoin
     assert chief["step"] >= 2 * MAX_STEPS
     # The chief's session was made again on the new ps, from its newest checkpoint, not from step 0.
     assert len(chief["session_starts"]) >= 2 and chief["session_starts"][-1] >= held_at
+
+
+def test_a_ps_task_that_does_not_come_back_ends_the_chief_naming_the_checkpoint_a_rerun_resumes_from(tmp_path):
+    program, model_dir = changed_program(tmp_path), str(tmp_path / "model")
+    cluster = {"chief": cluster_of()["chief"], "ps": cluster_of()["ps"]}
+    command = [sys.executable, program, model_dir, str(MAX_STEPS), "--give-up-secs", "3"]
+    processes = start(command, cluster, evaluator=False, env=ENV, pause={"chief0": "checkpoint:50"})
+    try:
+        held_at = max(checkpoint_steps(model_dir))  # the chief holds after this save; nothing saves after it
+        processes["ps0"].kill()
+        processes["ps0"].communicate()
+        code = processes["chief0"].wait(timeout=120)
+        said = stderr_of(processes["chief0"])
+    finally:
+        kill_all(processes)
+    assert code == 1, said[-3000:]
+    (ending,) = [line for line in said.splitlines() if "this task ends now" in line]
+    assert cluster["ps"][0] in ending and f"resumes from {model_dir}/model.ckpt-{held_at}" in ending, ending
+    assert tf.train.latest_checkpoint(model_dir).endswith(f"model.ckpt-{held_at}")
+    assert not [name for name in os.listdir(model_dir) if "tempstate" in name or name.endswith("_temp")]
+
+
+def test_the_watch_names_a_lost_ps_and_the_checkpoint_then_ends_the_task_past_the_timeout(tmp_path, caplog):
+    """The chief's and workers' watch in a ps cluster, against real sockets: a task that serves is left out,
+    one that refuses connections is named with the newest checkpoint, and past RunConfig's
+    session_creation_timeout_secs the task ends with exit status 1."""
+    import socket
+    import threading
+
+    from compat.estimator.ps_watch import ParameterServerWatch, reachable
+
+    with tf.Graph().as_default():
+        tf.compat.v1.train.get_or_create_global_step()
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            tf.compat.v1.train.Saver().save(session, str(tmp_path / "model.ckpt"), global_step=7)
+    with socket.socket() as serving, socket.socket() as refusing:
+        serving.bind(("127.0.0.1", 0))
+        serving.listen()
+        refusing.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused, the port stays ours
+        served, lost = (f"127.0.0.1:{sock.getsockname()[1]}" for sock in (serving, refusing))
+        assert reachable(served) and not reachable(lost)
+        ended: list[int] = []
+        done = threading.Event()
+        watch = ParameterServerWatch([served, lost], str(tmp_path), give_up_secs=1.0, probe_secs=0.1,
+                                     end_process=lambda code: (ended.append(code), done.set()))
+        with caplog.at_level("INFO", logger="absl"):
+            watch.after_create_session(None, None)
+            assert done.wait(30)
+    said = {level: [r.getMessage() for r in caplog.records if r.levelname == level] for level in ("WARNING", "ERROR")}
+    assert ended == [1] and len(said["WARNING"]) == 1 and len(said["ERROR"]) == 1
+    for message in (said["WARNING"][0], said["ERROR"][0]):
+        assert lost in message and served not in message
+        assert f"resumes from {tmp_path}/model.ckpt-7" in message and "session_creation_timeout_secs, 1 s" in message
+    assert "Training waits for them" in said["WARNING"][0] and "this task ends now" in said["ERROR"][0]
 
 
 def test_a_model_to_estimator_estimator_in_a_ps_cluster_is_refused_before_it_starts(tmp_path, monkeypatch):

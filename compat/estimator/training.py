@@ -17,7 +17,9 @@ ends after the final one. Together means one of two things:
   they are killed, and the chief (or `master`) and the workers each run their own
   graph against them, asynchronously; worker i starts (i + 1) * 5 s late (at most
   60 s, or `experimental_max_worker_delay_secs`). A `master` evaluates after its
-  saves, as on one machine, since a TF 1 cluster has no evaluator task.
+  saves, as on one machine, since a TF 1 cluster has no evaluator task. While a
+  ps task cannot be reached, training waits for it as in TF 2.15, and says so
+  (compat/estimator/ps_watch.py).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from absl import logging
 from compat.estimator.base import EstimatorBase
 from compat.estimator.estimator import Estimator
 from compat.estimator.exporter import Exporter
+from compat.estimator.ps_watch import ParameterServerWatch
 from compat.estimator.run_config import TaskType
 
 _EVALUATOR_POLL_SECS = 1.0  # an evaluator looks for a new checkpoint at least this often
@@ -207,8 +210,14 @@ def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_
     listeners = list(train_spec.saving_listeners)
     if config.task_type == TaskType.MASTER:
         listeners.append(_EvaluateAfterSaves(estimator, eval_spec, train_spec.max_steps))
+    watch = ParameterServerWatch(
+        config.cluster_spec.job_tasks(TaskType.PS), estimator.model_dir, config.session_creation_timeout_secs
+    )
     estimator.train(
-        train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps, saving_listeners=listeners
+        train_spec.input_fn,
+        hooks=[*train_spec.hooks, watch],
+        max_steps=train_spec.max_steps,
+        saving_listeners=listeners,
     )
 
 

@@ -2,6 +2,7 @@
 
     TF_CONFIG=... python ps_cluster_program.py MODEL_DIR MAX_STEPS [--canned]
     python ps_cluster_program.py MODEL_DIR 0 [--canned] --predict-only    (no cluster: one process)
+    ... [--give-up-secs N]    (RunConfig's session_creation_timeout_secs)
 
 Written for TF <= 2.15's tf.estimator: a custom model_fn of tf.compat.v1.layers
 (or, with --canned, a DNNClassifier) trained asynchronously by between-graph
@@ -69,9 +70,12 @@ def serving_input_fn():
     return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
 
 
-# Workers start 1 s apart instead of TF's 5 s, so that a test waits less.
+# Workers start 1 s apart instead of TF's 5 s, so that a test waits less. `--give-up-secs N`: how long a trainer
+# waits for a lost ps task before it ends (RunConfig's session_creation_timeout_secs).
+GIVE_UP = {"session_creation_timeout_secs": int(sys.argv[sys.argv.index("--give-up-secs") + 1])} \
+    if "--give-up-secs" in sys.argv else {}
 config = estimator.RunConfig(save_checkpoints_steps=50, keep_checkpoint_max=10, tf_random_seed=0,
-                             experimental_max_worker_delay_secs=1)
+                             experimental_max_worker_delay_secs=1, **GIVE_UP)
 if CANNED:
     classifier = estimator.DNNClassifier([16], [tf.feature_column.numeric_column("x", shape=[4])],
                                          model_dir=MODEL_DIR, config=config)
