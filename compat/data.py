@@ -340,6 +340,8 @@ def build_dataset(
         batches = batches.map(lambda features, labels: {key: features})
     else:
         batches = batches.map(lambda features, labels: ({key: features}, labels))
+    if input_context is not None:  # a strategy's distributed dataset copies ahead to each replica's device
+        config = dataclasses.replace(config, prefetch_to_device=False)
     return prefetch(batches, config)
 
 
@@ -354,9 +356,10 @@ def make_input_fn(
 
     An Estimator calls the evaluation input_fn at every evaluation; the same
     call returns the same Dataset, built once (a Dataset is read anew by each
-    iterator, from the cache), so a repeated call costs nothing.
+    iterator, from the cache), so a repeated call costs nothing. Its batches stay
+    on the host: the Estimator engine or its strategy copies them to the device.
     """
-    pipeline_config = config
+    pipeline_config = dataclasses.replace(config, prefetch_to_device=False)
     source = index(source, config)  # listed once, not at every call
     built: dict[tuple, tf.data.Dataset] = {}
 

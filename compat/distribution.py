@@ -59,10 +59,14 @@ def prefetch_to_accelerator(
 ) -> tf.data.Dataset:
     """`dataset` with its next `buffer_size` elements copied ahead to `device` (default: the first visible
     GPU), so that the host-to-device copy overlaps the step instead of starting it; `dataset` itself where
-    no GPU is visible or `COMPAT_PREFETCH_TO_DEVICE=0`. It must be the last transformation, on one device
+    no GPU is visible. `COMPAT_PREFETCH_TO_DEVICE=0` turns it off, `=/cpu:0` (a device name) copies there
+    (what the tests do on a machine without a GPU). It must be the last transformation, on one device
     only: a strategy's distributed dataset copies ahead to each replica's device itself."""
-    if os.environ.get(DEVICE_PREFETCH_VARIABLE, "").strip().lower() in {"0", "off", "false", "no"}:
+    setting = os.environ.get(DEVICE_PREFETCH_VARIABLE, "").strip()
+    if setting.lower() in {"0", "off", "false", "no"}:
         return dataset
+    if device is None and setting.startswith("/"):
+        device = setting
     if device is None:
         gpus = tf.config.list_logical_devices("GPU")
         if not gpus:

@@ -115,9 +115,7 @@ class Run:
         return data.build_dataset(self.index, pipeline, split)
 
     def input_fn(self, split: str) -> Callable[..., tf.data.Dataset]:
-        # The Estimator engine copies ahead to the device itself (or its strategy does): a dataset already on
-        # the GPU could not be distributed.
-        return data.make_input_fn(self.index, dataclasses.replace(self.pipeline, prefetch_to_device=False), split)
+        return data.make_input_fn(self.index, self.pipeline, split)
 
     def build_model(
         self,

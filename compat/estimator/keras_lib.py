@@ -500,7 +500,9 @@ class KerasEstimator(EstimatorBase):
         if steps is not None:
             dataset = dataset.take(steps)
         self._build_metrics(dataset.element_spec)
-        dataset = distribution.prefetch_to_accelerator(with_input_options(dataset))
+        # No copy ahead to the GPU here: the compiled evaluation loop reads the dataset through tf.data's own
+        # reduce, which would run after a device copy, and evaluation is off the training step's path.
+        dataset = with_input_options(dataset)
         try:
             if callbacks or session_hooks:
                 results = self._evaluate_with_hooks(dataset, step, callbacks, session_hooks)

@@ -10,9 +10,11 @@ cluster resumes from; and after `RunConfig.session_creation_timeout_secs`
 (TF 2.15's bound on waiting for a session, 2 hours by default) of waiting it
 ends the task with that message and exit status 1 instead of waiting on. The
 main thread is then blocked inside TensorFlow's session creation, which no
-Python exception reaches, so the watch ends the process itself; nothing is
-being written while the ps is unreachable (the variables are on it), and
-TensorFlow writes checkpoints whole or not at all.
+Python exception reaches, so the watch ends the process itself; no checkpoint
+is being written while the ps is unreachable (the variables are on it), and
+TensorFlow writes checkpoints whole or not at all. Time counts as lost only
+while no training step finishes, so a probe that fails on its own route never
+ends a task that still trains.
 """
 
 from __future__ import annotations
@@ -58,18 +60,29 @@ class ParameterServerWatch(tf.compat.v1.train.SessionRunHook):
         self._end_process = end_process
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
+        self._last_step = time.monotonic()
 
     def after_create_session(self, session, coord) -> None:
         if self._thread is None:  # the first session: the ps tasks have served once
             self._thread = threading.Thread(target=self._watch, name="ps-watch", daemon=True)
             self._thread.start()
 
+    def after_run(self, run_context, run_values) -> None:
+        self._last_step = time.monotonic()  # a step ran: TensorFlow reaches the ps, whatever a probe says
+
     def end(self, session) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Ends the watch; `end` calls it when training ends, the caller when training raised."""
         self._stopped.set()
 
     def _message(self, lost: list[str], waited: float, ending: bool) -> str:
-        checkpoint = tf.train.latest_checkpoint(self._model_dir)  # read only: the chief's state file
-        resumes = f"resumes from {checkpoint}" if checkpoint else "starts from step 0 (no checkpoint yet)"
+        try:
+            checkpoint = tf.train.latest_checkpoint(self._model_dir)  # read only: the chief's state file
+            resumes = f"resumes from {checkpoint}" if checkpoint else "starts from step 0 (no checkpoint yet)"
+        except (tf.errors.OpError, OSError):  # the folder unreadable now: the message still goes out
+            resumes = f"resumes from the newest checkpoint in {self._model_dir}"
         unreachable = f"ps task(s) at {', '.join(lost)} cannot be reached for {waited:.0f} s"
         limit = f"RunConfig.session_creation_timeout_secs, {self._give_up_secs:.0f} s"
         if ending:
@@ -88,6 +101,8 @@ class ParameterServerWatch(tf.compat.v1.train.SessionRunHook):
         probes_lost, warned = 0, False
         while not self._stopped.wait(self._probe_secs):
             lost = [address for address in self._addresses if not reachable(address)]
+            if lost_since is not None and self._last_step > lost_since:
+                lost = []  # steps still run: the probe's route fails, TensorFlow's does not
             if not lost:
                 if warned:
                     logging.info("The ps tasks serve again: training goes on")
@@ -96,6 +111,8 @@ class ParameterServerWatch(tf.compat.v1.train.SessionRunHook):
             lost_since = time.monotonic() if lost_since is None else lost_since
             probes_lost += 1
             waited = time.monotonic() - lost_since
+            if self._stopped.is_set():
+                return  # training ended while this probe ran
             if waited >= self._give_up_secs:
                 logging.error("%s", self._message(lost, waited, ending=True))
                 logging.flush()

@@ -213,12 +213,15 @@ def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_
     watch = ParameterServerWatch(
         config.cluster_spec.job_tasks(TaskType.PS), estimator.model_dir, config.session_creation_timeout_secs
     )
-    estimator.train(
-        train_spec.input_fn,
-        hooks=[*train_spec.hooks, watch],
-        max_steps=train_spec.max_steps,
-        saving_listeners=listeners,
-    )
+    try:
+        estimator.train(
+            train_spec.input_fn,
+            hooks=[*train_spec.hooks, watch],
+            max_steps=train_spec.max_steps,
+            saving_listeners=listeners,
+        )
+    finally:
+        watch.stop()  # also when training raised, so that no later loss of the ps ends this process
 
 
 def _train_in_cluster(estimator: EstimatorBase, train_spec: TrainSpec) -> None:
