@@ -17,8 +17,8 @@ HELPERS = os.path.join(REPO, "tests", "helpers")
 
 
 # The files that keep a worker longest (seconds on 2 cores, `pytest --durations=0`, 2026-12-03), run first: with
-# `--dist loadfile` (pyproject) a file runs whole on one worker, so a long file that starts last leaves the others
-# idle until it ends. The rest follow in name order.
+# `--dist loadfile` (pyproject) a file runs whole on one worker, so a long file that starts last leaves the other
+# worker idle until it ends. The rest follow in name order.
 LONGEST_FIRST = ("test_train_cli.py", "test_distributed.py", "test_tune_cli.py", "test_parameter_server.py",
                  "test_cache.py", "test_input_cache.py", "test_canned_v1.py", "test_bad_input.py")
 
