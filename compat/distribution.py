@@ -6,22 +6,30 @@ and `--num_gpus`, with Model Garden's meanings:
   off                     the default device
   mirrored                `tf.distribute.MirroredStrategy` over `num_gpus` GPUs (the CPU when 0)
   multi_worker_mirrored   `tf.distribute.MultiWorkerMirroredStrategy`, the cluster from TF_CONFIG
-  parameter_server        refused: Keras 3 cannot train under it, and this toolkit's engines
-                          run synchronous replicas only (see `unsupported`)
+  parameter_server        refused by train.py: its builder's input pipeline runs Python (the cache's
+                          bookkeeping, the decoder's fallback), which the workers of a
+                          ParameterServerStrategy cannot run. A user's model_to_estimator program
+                          in a cluster with ps tasks trains under one (`parameter_server_strategy`)
 
 Which engine runs which strategy: Keras 3 `fit` runs MirroredStrategy but not
-MultiWorkerMirroredStrategy (keras-team/keras#20585); the Estimator path's
-Keras engine runs both, stepping replicas through `strategy.run`. On one device,
+MultiWorkerMirroredStrategy (keras-team/keras#20585) nor ParameterServerStrategy; the Estimator
+path's Keras engine runs all three, stepping replicas through `strategy.run` (and, under a parameter
+server strategy, sending the steps to the workers through a `ClusterCoordinator`). On one device,
 `prefetch_to_accelerator` is every input path's last stage: batches copied ahead to the GPU.
 """
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import tensorflow as tf
+from absl import logging
 
 from compat.config import STRATEGIES, DistributionConfig
+
+if TYPE_CHECKING:
+    from compat.estimator.run_config import RunConfig
 
 
 class UnsupportedStrategyError(ValueError):
@@ -43,11 +51,7 @@ def make_strategy(name: str, num_gpus: int = 0) -> tf.distribute.Strategy | None
     if name == "multi_worker_mirrored":
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "parameter_server":
-        raise UnsupportedStrategyError(
-            "`distribution_strategy=parameter_server` is not run by this toolkit: Keras 3 cannot train under "
-            "ParameterServerStrategy, and its engines run synchronous replicas only. Use mirrored (one host) or "
-            "multi_worker_mirrored (a TF_CONFIG cluster of a chief, workers and an evaluator, `mode=estimator`)"
-        )
+        raise UnsupportedStrategyError(_NO_PARAMETER_SERVERS_HERE)
     raise UnsupportedStrategyError(f"unknown `distribution_strategy` '{name}'; use one of {', '.join(STRATEGIES)}")
 
 
@@ -85,10 +89,51 @@ def is_multi_worker(strategy: tf.distribute.Strategy | None) -> bool:
     return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
 
+def is_parameter_server(strategy: tf.distribute.Strategy | None) -> bool:
+    return isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy)
+
+
+def parameter_server_cluster(config: RunConfig) -> tf.train.ClusterSpec:
+    """The TF_CONFIG cluster as ParameterServerStrategy needs it, the same on every task: its coordinator's
+    job is `chief` (TF 1's `master` is renamed), and the evaluator, which reads checkpoints, is left out."""
+    jobs = config.cluster_spec.as_dict()
+    return tf.train.ClusterSpec(
+        {"chief" if job == "master" else job: tasks for job, tasks in jobs.items() if job != "evaluator"}
+    )
+
+
+def parameter_server_strategy(config: RunConfig) -> tf.distribute.experimental.ParameterServerStrategy:
+    """The chief's ParameterServerStrategy over `config`'s cluster: variables on the ps tasks, steps sent to
+    the workers. Creating it connects this process to the cluster, after which TensorFlow objects made
+    before (eager tensors, variables) can no longer be used: make it before anything else."""
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        parameter_server_cluster(config), task_type="chief", task_id=0, rpc_layer=config.protocol or "grpc"
+    )
+    logging.info("Connecting to the parameter-server cluster %s", resolver.cluster_spec().as_dict())
+    return tf.distribute.experimental.ParameterServerStrategy(resolver)
+
+
+def serve_parameter_server_task(config: RunConfig) -> tf.distribute.Server:
+    """This worker's or ps task's server in a ParameterServerStrategy cluster: it runs what the chief sends.
+    With TensorFlow's default of one inter-op thread per core, a server on a 2-core machine can hold every
+    thread in a blocked remote call and deadlock; four at least keep it serving."""
+    server_config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=max(4, os.cpu_count() or 1))
+    logging.info("Starting the TensorFlow server of %s %d for the chief's steps", config.task_type, config.task_id)
+    return tf.distribute.Server(
+        parameter_server_cluster(config),
+        job_name=config.task_type,
+        task_index=config.task_id,
+        protocol=config.protocol or "grpc",
+        config=server_config,
+        start=True,
+    )
+
+
 _RUN_BY_THE_KERAS_ENGINE = (
     tf.distribute.MirroredStrategy,
     tf.distribute.MultiWorkerMirroredStrategy,
     tf.distribute.OneDeviceStrategy,
+    tf.distribute.experimental.ParameterServerStrategy,
 )
 
 
@@ -98,8 +143,8 @@ def checked_strategy(strategy) -> tf.distribute.Strategy | None:
         return strategy
     raise UnsupportedStrategyError(
         f"RunConfig(train_distribute={type(strategy).__name__}) is not run by compat.estimator: a model_to_estimator "
-        "Estimator runs MirroredStrategy (one host), MultiWorkerMirroredStrategy (a TF_CONFIG cluster) and "
-        "OneDeviceStrategy"
+        "Estimator runs MirroredStrategy (one host), MultiWorkerMirroredStrategy (a TF_CONFIG cluster), "
+        "OneDeviceStrategy, and ParameterServerStrategy (a TF_CONFIG cluster with ps tasks)"
     )
 
 
@@ -118,6 +163,15 @@ def task_name() -> str:
     return f"{config.task_type} {config.task_id}"
 
 
+_NO_PARAMETER_SERVERS_HERE = (
+    "train.py does not train on parameter-server clusters: the workers of a ParameterServerStrategy run "
+    "the input pipeline from its traced graph, and the builder's pipeline runs Python (the cache's bookkeeping, "
+    "the decoder's fallback). Your own program does: a custom model_fn, a canned Estimator or a model_to_estimator "
+    "Estimator from compat.estimator trains in a TF_CONFIG cluster with ps tasks. For train.py use "
+    "multi_worker_mirrored (a chief, workers and an evaluator, `mode=estimator`) or mirrored (one host)"
+)
+
+
 def check_cluster(mode: str) -> None:
     """Refuses, before anything is written, a TF_CONFIG that `mode` cannot run: any cluster outside
     `--mode=estimator`, `ps` tasks anywhere, or TF_CONFIG that does not parse."""
@@ -129,12 +183,7 @@ def check_cluster(mode: str) -> None:
         raise UnsupportedStrategyError(f"TF_CONFIG: {error}") from error
     cluster = config.cluster_spec.as_dict()
     if "ps" in cluster:
-        raise UnsupportedStrategyError(
-            "TF_CONFIG names ps tasks: train.py's models train through model_to_estimator, which does not run "
-            "parameter-server clusters (a custom model_fn or canned Estimator does, through compat.estimator). The "
-            "cluster shapes that run here (`mode=estimator` with `distribution_strategy=multi_worker_mirrored`): a "
-            "chief, workers and an evaluator; or a chief and an evaluator"
-        )
+        raise UnsupportedStrategyError(f"TF_CONFIG names ps tasks. {_NO_PARAMETER_SERVERS_HERE}")
     if mode != "estimator" and set(cluster) - {"chief"}:
         raise UnsupportedStrategyError(
             f"TF_CONFIG names a cluster ({', '.join(sorted(cluster))}), but `mode={mode}` runs on one machine: "

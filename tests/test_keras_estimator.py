@@ -546,3 +546,19 @@ def test_model_to_estimator_inputs_as_tf_2_15_took_them(tmp_path, installed):
         estimator.model_to_estimator(keras_model_path=str(saved_model))
     optimizer = tf.keras.optimizers.legacy.Adam(learning_rate=0.01)  # TF 2.11-2.15 code, after install()
     assert isinstance(optimizer, keras.optimizers.Adam) and float(optimizer.learning_rate) == pytest.approx(0.01)
+
+
+def test_a_sequential_model_trains_evaluates_and_predicts_as_a_functional_one(tmp_path):
+    """The most common legacy shape: `Sequential([Input(name=...), ...])`. Keras 3's Sequential model has no
+    `input` or `output_names`; its features still come by the Input's name and its predictions under its last
+    layer's name, as TF 2.15 named them."""
+    model = keras.Sequential([keras.Input((8,), name="x"), keras.layers.Dense(16, activation="relu"),
+                              keras.layers.Dense(2, activation="softmax", name="probabilities")])
+    model.compile(keras.optimizers.Adam(0.05), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    est = estimator.model_to_estimator(keras_model=model, model_dir=str(tmp_path),
+                                       config=estimator.RunConfig(save_checkpoints_steps=50))
+    est.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(32).repeat(), steps=100)
+    metrics = est.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).batch(64))
+    assert metrics["global_step"] == 100 and metrics["accuracy"] > 0.9
+    predictions = list(est.predict(lambda: tf.data.Dataset.from_tensor_slices({"x": X[:4]}).batch(4)))
+    assert len(predictions) == 4 and set(predictions[0]) == {"probabilities"}

@@ -1,8 +1,9 @@
-"""Parameter-server clusters (TF 1's between-graph replication) on the graph engine, beside TF 2.15's run.
+"""Parameter-server clusters beside TF 2.15's run: TF 1's between-graph replication on the graph engine, and a
+model_to_estimator Estimator on a ParameterServerStrategy.
 
 Every task is a real process on 127.0.0.1: ps, chief (or TF 1's master), two
 workers and an evaluator, each running tests/helpers/ps_cluster_program.py
-with its one import line changed to compat.estimator. tests/data/tf215_ps_cluster.json
+with its import lines changed to compat.estimator. tests/data/tf215_ps_cluster.json
 is what TF 2.15's real tf.estimator gave for the unchanged program
 (`python tests/helpers/ps_cluster.py TF215_PYTHON OUT.json`). Training is
 asynchronous, so the final step and the numbers vary from run to run on either
@@ -38,9 +39,12 @@ ENV = {"PYTHONPATH": REPO}
 
 
 def changed_program(tmp_path) -> str:
+    """The program with its two import lines pointed at compat.estimator."""
     source = open(PROGRAM).read()
-    changed = source.replace("estimator = tf.estimator\n", "import compat.estimator as estimator\n")
-    assert changed != source
+    changed = source.replace("estimator = tf.estimator\n", "import compat.estimator as estimator\n").replace(
+        "model_to_estimator = tf.keras.estimator.model_to_estimator\n",
+        "model_to_estimator = estimator.model_to_estimator\n")
+    assert "import compat.estimator as estimator\n" in changed and "= estimator.model_to_estimator\n" in changed
     path = tmp_path / "program.py"
     path.write_text(changed)
     return str(path)
@@ -236,20 +240,33 @@ def test_the_watch_names_a_lost_ps_and_the_checkpoint_then_ends_the_task_past_th
     assert "Training waits for them" in said["WARNING"][0] and "this task ends now" in said["ERROR"][0]
 
 
-def test_a_model_to_estimator_estimator_in_a_ps_cluster_is_refused_before_it_starts(tmp_path, monkeypatch):
-    import keras
-
-    import compat.estimator as estimator
-    from compat import distribution
-
-    cluster = cluster_of(workers=1)
-    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}}))
-    inputs = keras.Input((4,), name="x")
-    model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
-    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    est = estimator.model_to_estimator(keras_model=model, model_dir=str(tmp_path / "model"),
-                                       config=estimator.RunConfig(save_checkpoints_steps=10))
-    spec = estimator.TrainSpec(lambda: tf.data.Dataset.from_tensors(({"x": [[0.0] * 4]}, [0])), max_steps=1)
-    with pytest.raises(distribution.UnsupportedStrategyError, match="ps tasks.*model_fn"):
-        estimator.train_and_evaluate(est, spec, estimator.EvalSpec(spec.input_fn))
-    assert not os.path.exists(tmp_path / "model" / "checkpoint")
+def test_a_model_to_estimator_program_trains_on_a_parameter_server_strategy_with_tf_2_15s_files(tmp_path):
+    """TF 2.15 replicated a model_to_estimator model between graphs; a Keras 3 model cannot be built into a TF 1
+    graph, so here the chief coordinates a ParameterServerStrategy (the workers only serve). The same program,
+    the same tasks and exit codes, the variables on the ps (two checkpoint shards, as TF 2.15's), TF 2.15's weight
+    names, files (less the graph TF 2.15 wrote, graph.pbtxt and .meta: this engine builds none), evaluator and
+    export; the step count is exact where TF 2.15's asynchronous trainers overshot it."""
+    program, model_dir = changed_program(tmp_path), str(tmp_path / "model")
+    theirs = TF215["keras"]
+    results = finish(start([sys.executable, program, model_dir, str(MAX_STEPS), "--keras"], cluster_of(), env=ENV))
+    assert_all_succeeded(results)
+    assert all(report["returned"] is None for _, report, _ in results.values())
+    assert {task: report["step"] for task, (_, report, _) in results.items()} == dict.fromkeys(theirs["steps"], MAX_STEPS)
+    checkpoint = tf.train.latest_checkpoint(model_dir)
+    weights = sorted(name for name, _ in tf.train.list_variables(checkpoint)
+                     if name.startswith("layer_with_weights-") and "OPTIMIZER_SLOT" not in name and ".." not in name)
+    assert weights == [name for name in theirs["variables"]
+                       if name.startswith("layer_with_weights-") and "OPTIMIZER_SLOT" not in name]
+    shards = {path.rsplit("-of-", 1)[1] for path in glob.glob(checkpoint + ".data-*")}
+    assert shards == {name.rsplit("-of-", 1)[1] for name in theirs["evaluator"]["checkpoints"] if "data-" in name}
+    files = {entry.split(".")[0] if entry.startswith("events.") else entry.split("-")[0]
+             for entry in os.listdir(model_dir)}
+    assert sorted(files) == [name for name in theirs["files"] if name != "graph.pbtxt"]
+    evaluator = results["evaluator0"][1]
+    assert evaluator["global_step"] == MAX_STEPS and 1 <= evaluator["exports"] <= 2
+    assert evaluator["accuracy"] > 0.9  # TF 2.15: 1.0
+    exports = sorted(glob.glob(os.path.join(model_dir, "export", "latest", "*")))
+    assert sorted(tf.saved_model.load(exports[-1]).signatures) == theirs["export_signatures"]
+    alone = predict_alone(program, model_dir, "--keras")
+    assert alone["global_step"] == MAX_STEPS
+    assert alone["predicted_accuracy"] == pytest.approx(alone["evaluated_accuracy"], abs=1e-6)

@@ -19,6 +19,8 @@ the global step and the loss (session_hooks.py).
 from __future__ import annotations
 
 import contextlib
+import copy as copy_lib
+import dataclasses
 import os
 import random
 import time
@@ -53,7 +55,7 @@ from compat.estimator.input_fns import (
     with_input_options,
 )
 from compat.estimator.model_fn import ModeKeys
-from compat.estimator.run_config import RunConfig
+from compat.estimator.run_config import RunConfig, TaskType
 from compat.estimator.session_hooks import HookRunner
 
 _MAX_STEPS_PER_CALL = 1000  # bounds the time between two looks at a stop request
@@ -81,6 +83,14 @@ def _check_covers(tensors: dict, names: list[str], what: str, kind: str) -> None
             f"\n\tExpected keys: {set(names)}\n\t{what} keys: {set(tensors)}\n\tMissed keys: {missing}"
             f"\n\tName the input_fn's {what} keys after the model's {kind} layers."
         )
+
+
+def _input_structure(model: keras.Model) -> Any:
+    """What the model is called with: a dict, list or one tensor (a Sequential model's one input)."""
+    try:
+        return model.input
+    except AttributeError:  # Keras 3's Sequential model, built from its Input, has `inputs` but no `input`
+        return model.inputs[0]
 
 
 def split_hooks(hooks: Iterable | None) -> tuple[list[keras.callbacks.Callback], list]:
@@ -124,9 +134,17 @@ class KerasEstimator(EstimatorBase):
         metric_names_map: dict | None = None,
         export_outputs: dict | None = None,
         evaluation_model: keras.Model | None = None,
+        strategy: tf.distribute.Strategy | None = None,
     ):
         self._init_base(model_dir, config, params=None)
-        self._strategy = self._config.train_distribute
+        # `strategy`: one RunConfig does not carry, as TF 2.15's refused ParameterServerStrategy there.
+        self._strategy = strategy or self._config.train_distribute
+        # Under a ParameterServerStrategy this process coordinates: the steps run on the workers, sent
+        # there as closures, and the variables (the step counters too) live on the ps tasks.
+        parameter_server = distribution.is_parameter_server(self._strategy)
+        self._coordinator = (
+            tf.distribute.experimental.coordinator.ClusterCoordinator(self._strategy) if parameter_server else None
+        )
         # Training steps the strategy's copy. Evaluation, prediction and export read a copy of its
         # own when the strategy spans workers: the metrics of a multi-worker copy are summed
         # across the workers at every read, which needs every worker alive and evaluating too
@@ -135,9 +153,10 @@ class KerasEstimator(EstimatorBase):
         self._model = evaluation_model or keras_model
         self._metric_names_map = dict(metric_names_map or {})
         self._export_outputs = dict(export_outputs or {})
-        self._global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-        self._last_loss = tf.Variable(float("nan"), trainable=False, name="last_loss")
-        self._examples = tf.Variable(0, dtype=tf.int64, trainable=False, name="examples")  # trained, all replicas
+        with self._strategy.scope() if parameter_server else contextlib.nullcontext():
+            self._global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+            self._last_loss = tf.Variable(float("nan"), trainable=False, name="last_loss")
+            self._examples = tf.Variable(0, dtype=tf.int64, trainable=False, name="examples")  # all replicas
         # The chief writes the model folder; another worker of a cluster saves where TF 2.15 put it,
         # <model_dir>/tmp_worker_<i>, since saving takes part in its replicas' synchronisation.
         checkpoint_dir = (
@@ -228,6 +247,8 @@ class KerasEstimator(EstimatorBase):
             return features
         names = [tensor.name for tensor in self._model.inputs]
         _check_covers(features, names, "features", "input")
+        if len(names) == 1 and not isinstance(_input_structure(self._model), dict):
+            return features[names[0]]  # the model takes one tensor, not a dict
         return {name: features[name] for name in names}
 
     def model_targets(self, labels: Any) -> Any:
@@ -269,7 +290,7 @@ class KerasEstimator(EstimatorBase):
             return tf.zeros([1 if d is None else d for d in shape], dtype)
 
         inputs = {tensor.name: zeros(tensor.shape, tensor.dtype) for tensor in model.inputs}
-        if len(model.inputs) == 1 and not isinstance(model.input, dict):
+        if len(model.inputs) == 1 and not isinstance(_input_structure(model), dict):
             inputs = next(iter(inputs.values()))
         predictions = model(inputs, training=False)
         labels = self.model_targets(tf.nest.map_structure(lambda spec: zeros([1, *spec.shape[1:]], spec.dtype), labels))
@@ -306,7 +327,7 @@ class KerasEstimator(EstimatorBase):
             tf.errors.AbortedError,
             tf.errors.CancelledError,
         ) as error:
-            if not distribution.is_multi_worker(self._strategy):
+            if not (distribution.is_multi_worker(self._strategy) or self._coordinator is not None):
                 raise
             raise RuntimeError(
                 f"A task of the cluster stopped or cannot be reached ({type(error).__name__}); "
@@ -328,9 +349,39 @@ class KerasEstimator(EstimatorBase):
 
         if self._strategy is None:
             return iter(distribution.prefetch_to_accelerator(dataset()))
+        if self._coordinator is not None:
+            return self._per_worker_batches(input_fn)
         if "input_context" in input_fn_kwargs(input_fn, input_context=None):  # it shards and sizes its batch
             return iter(self._strategy.distribute_datasets_from_function(dataset))
         return iter(self._strategy.experimental_distribute_dataset(dataset()))
+
+    def _per_worker_batches(self, input_fn: Callable):
+        """One iterator per worker over the input_fn's dataset, made on each worker from its traced graph.
+
+        The input cache is left out: it publishes what a pass wrote from this process, and the passes run on
+        the workers. Python inside the pipeline (`py_function`) cannot run there either.
+        """
+
+        def per_worker() -> tf.data.Dataset:
+            return with_input_options(call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params))
+
+        self._build_metrics(per_worker().element_spec, self._keras_model)  # here, not in the traced function
+        assert self._coordinator is not None
+        return iter(self._coordinator.create_per_worker_dataset(per_worker))
+
+    def _run_steps(self, train_loop: Callable, batches, steps: int) -> None:
+        """`steps` training steps: one call of the compiled loop, or under a ParameterServerStrategy as
+        closures shared among the workers (two per worker, so that none waits on the slowest), all done
+        when this returns."""
+        if self._coordinator is None:
+            train_loop(batches, tf.constant(steps, tf.int64))
+            return
+        workers = len(self._config.cluster_spec.as_dict().get(TaskType.WORKER, ()))
+        closures = min(steps, 2 * max(1, workers))
+        for index in range(closures):
+            share = steps // closures + (1 if index < steps % closures else 0)
+            self._coordinator.schedule(train_loop, args=(batches, tf.constant(share, tf.int64)))
+        self._coordinator.join()
 
     def _make_train_loop(self) -> Callable:
         """A compiled function: up to `n` training steps from `iterator`, with no host sync inside.
@@ -355,6 +406,7 @@ class KerasEstimator(EstimatorBase):
             return tf.cast(logs["loss"], tf.float32), tf.shape(tf.nest.flatten(labels)[0], out_type=tf.int64)[0]
 
         strategy = self._strategy
+        parameter_server = self._coordinator is not None
 
         @tf.function
         def train_loop(iterator, n):
@@ -364,6 +416,8 @@ class KerasEstimator(EstimatorBase):
                 element = next(iterator)
                 if strategy is None:
                     loss, examples = one_step(element)
+                elif parameter_server:  # on one worker, one replica: its values as they are
+                    loss, examples = strategy.run(one_step, args=(element,))
                 else:
                     loss, examples = strategy.run(one_step, args=(element,))
                     loss = strategy.reduce("MEAN", loss, axis=None)
@@ -432,7 +486,7 @@ class KerasEstimator(EstimatorBase):
                 runner.before_step(step)
             ended = False
             try:
-                train_loop(batches, tf.constant(wanted, tf.int64))
+                self._run_steps(train_loop, batches, wanted)
             except tf.errors.OutOfRangeError:
                 ended = True
             done = int(self._global_step.numpy()) - step
@@ -636,8 +690,9 @@ class KerasEstimator(EstimatorBase):
 
     @property
     def output_names(self) -> list[str]:
-        """A Keras model's outputs are named after their last layers."""
-        return list(self._model.output_names)
+        """A Keras model's outputs are named after their last layers (a Sequential model's, after its last)."""
+        names = getattr(self._model, "output_names", None)  # Keras 3's Sequential model has none
+        return list(names) if names else [self._model.layers[-1].name]
 
     def export_saved_model(
         self,
@@ -740,25 +795,77 @@ class _ProgressLog:
         self._time, self._step, self._examples_then = now, step, examples
 
 
-def _compile_like(copy: keras.Model, original: keras.Model) -> None:
-    """Compiles `copy` as `original` was, with an optimizer of its own.
+@dataclasses.dataclass(frozen=True)
+class _ModelRecipe:
+    """A compiled Keras model as plain Python and NumPy, from which model_to_estimator builds its copies.
 
-    The serialized compile config covers registered losses and metrics; a lambda
-    or unregistered function cannot be deserialized, so then the original
-    objects are reused, as TF 2.15 did.
+    Nothing in it is a TensorFlow object, so it outlives this process's connection to a
+    parameter-server cluster, after which the given model's own variables cannot be read.
     """
-    config = original.get_compile_config()
-    try:
-        copy.compile_from_config(config)
-    except (TypeError, ValueError):
-        # `model.loss` is the compile() argument itself; the rest of the config deserializes.
-        arguments = {
-            name: keras.saving.deserialize_keras_object(value)
-            for name, value in config.items()
-            if name not in ("optimizer", "loss")
-        }
-        optimizer = original.optimizer
-        copy.compile(optimizer=type(optimizer).from_config(optimizer.get_config()), loss=original.loss, **arguments)
+
+    model_class: type[keras.Model]
+    config: dict
+    weights: list  # all of them: batch-norm statistics included
+    compile_config: dict
+    loss: Any  # the compile() argument itself: a lambda or an unregistered function does not deserialize
+    optimizer_class: type[keras.optimizers.Optimizer]
+    optimizer_config: dict
+
+    @classmethod
+    def of(cls, model: keras.Model) -> _ModelRecipe:
+        optimizer = model.optimizer
+        return cls(
+            type(model),
+            model.get_config(),
+            model.get_weights(),
+            model.get_compile_config(),
+            model.loss,
+            type(optimizer),
+            optimizer.get_config(),
+        )
+
+    def build(self, scope: contextlib.AbstractContextManager) -> keras.Model:
+        """A copy made in `scope` (a strategy's, where its variables go), compiled as the model was, with an
+        optimizer of its own."""
+        with scope:
+            copy = self.model_class.from_config(copy_lib.deepcopy(self.config))  # from_config empties it
+            copy.set_weights(self.weights)
+            self._compile(copy)
+            copy.optimizer.build(copy.trainable_variables)
+        return copy
+
+    def _compile(self, copy: keras.Model) -> None:
+        # The serialized compile config covers registered losses and metrics; otherwise the loss
+        # object itself is reused, as TF 2.15 did, and the rest of the config deserializes.
+        try:
+            copy.compile_from_config(self.compile_config)
+        except (TypeError, ValueError):
+            arguments = {
+                name: keras.saving.deserialize_keras_object(value)
+                for name, value in self.compile_config.items()
+                if name not in ("optimizer", "loss")
+            }
+            optimizer = self.optimizer_class.from_config(self.optimizer_config)
+            copy.compile(optimizer=optimizer, loss=self.loss, **arguments)
+
+
+def _coordinating_strategy(config: RunConfig | None) -> tf.distribute.Strategy | None:
+    """On the chief of a TF_CONFIG cluster with ps tasks, the ParameterServerStrategy to train under: the
+    one whose scope model_to_estimator is called in, else a new one (TF 2.15 replicated between graphs
+    there, which Keras 3 cannot: see training.py). None on every other task and without ps tasks."""
+    config = config if config is not None else RunConfig()
+    if TaskType.PS not in config.cluster_spec.as_dict() or not config.is_chief:
+        return None
+    current = tf.distribute.get_strategy()
+    if distribution.is_parameter_server(current):
+        return current
+    logging.warning(
+        "model_to_estimator connects this process to the parameter-server cluster of TF_CONFIG. TensorFlow "
+        "objects made before (the Keras model given among them) cannot be used after it: the Estimator trains a "
+        "copy of its own. To keep using them, create tf.distribute.experimental.ParameterServerStrategy first "
+        "and build the model and call model_to_estimator in its scope"
+    )
+    return distribution.parameter_server_strategy(config)
 
 
 def _duration(seconds: float) -> str:
@@ -833,21 +940,21 @@ def model_to_estimator(
         raise ValueError(f"checkpoint_format must be 'checkpoint' or 'saver', got {checkpoint_format!r}")
     seed = config.tf_random_seed if config is not None else None
     strategy = distribution.checked_strategy(config.train_distribute if config is not None else None)
+    # Read before a parameter-server strategy connects this process to its cluster (which ends the model's
+    # variables); clone_model would also rebuild the compile config, which fails for a lambda loss.
+    recipe = _ModelRecipe.of(keras_model)
+    strategy = strategy or _coordinating_strategy(config)
 
-    # The architecture alone: clone_model would also rebuild the compile config, which fails
-    # for a lambda loss; compilation is copied below. Its layers' random seeds follow tf_random_seed;
-    # under a strategy its variables are the strategy's (mirrored).
+    # Its layers' random seeds follow tf_random_seed; under a strategy its variables are the strategy's.
     def clone(scope) -> keras.Model:
-        with keras.saving.custom_object_scope(custom_objects or {}), _seeded_python_random(seed), scope:
-            copy = type(keras_model).from_config(keras_model.get_config())
-            copy.set_weights(keras_model.get_weights())  # all weights: batch-norm statistics included
-            _compile_like(copy, keras_model)
-            copy.optimizer.build(copy.trainable_variables)
-        return copy
+        with keras.saving.custom_object_scope(custom_objects or {}), _seeded_python_random(seed):
+            return recipe.build(scope)
 
     copy = clone(strategy.scope() if strategy is not None else contextlib.nullcontext())
-    # Evaluation, prediction and export of a multi-worker Estimator read a copy of no strategy (see KerasEstimator).
-    evaluation_model = clone(contextlib.nullcontext()) if distribution.is_multi_worker(strategy) else None
+    # Evaluation, prediction and export of a multi-worker or parameter-server Estimator read a copy of no
+    # strategy (see KerasEstimator).
+    spans_tasks = distribution.is_multi_worker(strategy) or distribution.is_parameter_server(strategy)
+    evaluation_model = clone(contextlib.nullcontext()) if spans_tasks else None
     return KerasEstimator(
         copy,
         model_dir=model_dir,
@@ -855,6 +962,7 @@ def model_to_estimator(
         metric_names_map=metric_names_map,
         export_outputs=export_outputs,
         evaluation_model=evaluation_model,
+        strategy=strategy,
     )
 
 

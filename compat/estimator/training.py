@@ -179,16 +179,9 @@ def _start_server(config) -> tf.distribute.Server:
 
 def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
     """A task of a cluster with ps tasks, as TF 2.15 ran it (see the module docstring)."""
-    from compat import distribution
     from compat.estimator.keras_lib import KerasEstimator
 
     config = estimator.config
-    if isinstance(estimator, KerasEstimator):
-        raise distribution.UnsupportedStrategyError(
-            "TF_CONFIG names ps tasks, and a model_to_estimator Estimator trains on TensorFlow 2's engines: run "
-            "the cluster without ps tasks (a chief, workers and an evaluator, with RunConfig(train_distribute="
-            "tf.distribute.MultiWorkerMirroredStrategy())), or train the model through a model_fn"
-        )
     runs = (TaskType.CHIEF, TaskType.MASTER, TaskType.WORKER, TaskType.PS)
     if config.task_type not in runs:
         raise ValueError(f"Task type {config.task_type} is not supported. Supported task types are {list(runs)}")
@@ -197,6 +190,9 @@ def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_
             "Could not start the TensorFlow server: this task has no address (RunConfig.master is empty); set "
             "TF_CONFIG's cluster and task"
         )
+    if isinstance(estimator, KerasEstimator):
+        _train_with_a_coordinator(estimator, train_spec, eval_spec)
+        return
     server = _start_server(config)  # before the delay: the other tasks' sessions wait to reach it
     if config.task_type == TaskType.PS:
         server.join()  # serves the variables until the task is killed, as in TF 2.15
@@ -222,6 +218,42 @@ def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_
         )
     finally:
         watch.stop()  # also when training raised, so that no later loss of the ps ends this process
+
+
+def _train_with_a_coordinator(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
+    """A task of a cluster with ps tasks, for a model_to_estimator Estimator: TF 2's parameter-server training.
+
+    Keras 3 models cannot be built into a TF 1 graph, so the between-graph replication of TF 2.15 is replaced
+    by `tf.distribute.experimental.ParameterServerStrategy`: the chief (or `master`) coordinates, sending
+    the steps to the workers and saving; workers and ps tasks only serve. Steps are still asynchronous
+    (each worker applies its own updates to the variables on the ps tasks), but the step count is exact,
+    and a worker's server ends when the chief's checkpoint reaches `max_steps` (without one it serves until
+    it is killed, as a ps task does).
+    """
+    from compat import distribution
+
+    config = estimator.config
+    if config.task_type in (TaskType.WORKER, TaskType.PS):
+        server = distribution.serve_parameter_server_task(config)
+        if config.task_type == TaskType.PS or train_spec.max_steps is None:
+            server.join()  # until the task is killed, as in TF 2.15
+            return
+        while (_saved_step(estimator) or 0) < train_spec.max_steps:
+            time.sleep(_EVALUATOR_POLL_SECS)
+        logging.info("The chief saved step %d: this worker's part is done.", _saved_step(estimator))
+        return
+    listeners = list(train_spec.saving_listeners)
+    if config.task_type == TaskType.MASTER:
+        listeners.append(_EvaluateAfterSaves(estimator, eval_spec, train_spec.max_steps))
+    estimator.train(
+        train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps, saving_listeners=listeners
+    )
+
+
+def _saved_step(estimator: EstimatorBase) -> int | None:
+    """The step of the newest checkpoint in the model folder, None before the first."""
+    latest = estimator.latest_checkpoint()
+    return int(latest.rsplit("-", 1)[1]) if latest else None
 
 
 def _train_in_cluster(estimator: EstimatorBase, train_spec: TrainSpec) -> None:

@@ -1,8 +1,9 @@
 """Starts ps_cluster_program.py as every task of a parameter-server cluster on 127.0.0.1, and records TF 2.15's run.
 
-    python ps_cluster.py TF215_PYTHON OUT.json     runs the program unchanged under TF 2.15 (a custom model_fn
-                                                  and --canned), and writes what tests/test_parameter_server.py
-                                                  compares with (tests/data/tf215_ps_cluster.json)
+    python ps_cluster.py TF215_PYTHON OUT.json [MODEL...]
+        runs the program unchanged under TF 2.15 (a custom model_fn, --canned and --keras; or the MODELs named),
+        and writes what tests/test_parameter_server.py compares with (tests/data/tf215_ps_cluster.json), keeping
+        the models OUT already holds
 
 The tests import `start` and `finish`, and run the program with its one import line changed.
 """
@@ -102,11 +103,12 @@ def finish(processes: dict, timeout: int = 300) -> dict:
     return results
 
 
-def _record(python: str, out: str) -> None:
+def _record(python: str, out: str, models: list) -> None:
     import tensorflow as tf
 
-    record = {}
-    for name, flags in (("model_fn", []), ("canned", ["--canned"])):
+    record = json.load(open(out)) if os.path.exists(out) else {}
+    for name in models or ("model_fn", "canned", "keras"):
+        flags = [] if name == "model_fn" else [f"--{name}"]
         model_dir = tempfile.mkdtemp(prefix=f"tf215-ps-{name}-")
         results = finish(start([python, PROGRAM, model_dir, "200", *flags], cluster_of()))
         for task, (code, _, err) in results.items():
@@ -127,4 +129,4 @@ def _record(python: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    _record(sys.argv[1], sys.argv[2])
+    _record(sys.argv[1], sys.argv[2], sys.argv[3:])

@@ -1,11 +1,12 @@
 """A 2019-style parameter-server job: one task of a TF_CONFIG cluster (chief or master, workers, ps, evaluator).
 
-    TF_CONFIG=... python ps_cluster_program.py MODEL_DIR MAX_STEPS [--canned]
-    python ps_cluster_program.py MODEL_DIR 0 [--canned] --predict-only    (no cluster: one process)
+    TF_CONFIG=... python ps_cluster_program.py MODEL_DIR MAX_STEPS [--canned | --keras]
+    python ps_cluster_program.py MODEL_DIR 0 [--canned | --keras] --predict-only    (no cluster: one process)
     ... [--give-up-secs N]    (RunConfig's session_creation_timeout_secs)
 
 Written for TF <= 2.15's tf.estimator: a custom model_fn of tf.compat.v1.layers
-(or, with --canned, a DNNClassifier) trained asynchronously by between-graph
+(or, with --canned, a DNNClassifier; with --keras, a compiled tf.keras model through
+model_to_estimator) trained asynchronously by between-graph
 replication, its variables on the ps tasks; the evaluator evaluates the chief's
 checkpoints and exports the latest. The tests run it with its one import line
 changed to compat.estimator, and under TF 2.15 to compare. A ps task serves
@@ -23,9 +24,10 @@ import numpy as np
 import tensorflow as tf
 
 estimator = tf.estimator
+model_to_estimator = tf.keras.estimator.model_to_estimator
 
 MODEL_DIR, MAX_STEPS = sys.argv[1], int(sys.argv[2])
-CANNED, PREDICT_ONLY = "--canned" in sys.argv, "--predict-only" in sys.argv
+CANNED, KERAS, PREDICT_ONLY = "--canned" in sys.argv, "--keras" in sys.argv, "--predict-only" in sys.argv
 task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task")
 
 rng = np.random.default_rng(0)
@@ -79,18 +81,24 @@ config = estimator.RunConfig(save_checkpoints_steps=50, keep_checkpoint_max=10, 
 if CANNED:
     classifier = estimator.DNNClassifier([16], [tf.feature_column.numeric_column("x", shape=[4])],
                                          model_dir=MODEL_DIR, config=config)
+elif KERAS:
+    keras_model = tf.keras.Sequential([tf.keras.Input((4,), name="x"), tf.keras.layers.Dense(16, activation="relu"),
+                                       tf.keras.layers.Dense(2, activation="softmax")])
+    keras_model.compile(tf.keras.optimizers.Adagrad(0.5), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    classifier = model_to_estimator(keras_model=keras_model, model_dir=MODEL_DIR, config=config)
 else:
     classifier = estimator.Estimator(model_fn, MODEL_DIR, config, params={"learning_rate": 0.5})
 if PREDICT_ONLY:
     predicted = classifier.predict(lambda: tf.data.Dataset.from_tensor_slices({"x": X}).batch(64))
-    classes = np.array([int(p["class_ids"][0] if CANNED else p["class_ids"]) for p in predicted])
-    print(json.dumps({"global_step": int(classifier.get_variable_value("global_step")),
-                      "predicted_accuracy": float(np.mean(classes == Y)),
-                      "evaluated_accuracy": float(classifier.evaluate(input_fn)["accuracy"])}))
+    classes = np.array([int(np.argmax(next(iter(p.values())))) if KERAS else
+                        int(p["class_ids"][0] if CANNED else p["class_ids"]) for p in predicted])
+    evaluated = classifier.evaluate(input_fn)  # of the newest checkpoint, which it names by its global step
+    print(json.dumps({"global_step": int(evaluated["global_step"]), "predicted_accuracy": float(np.mean(classes == Y)),
+                      "evaluated_accuracy": float(evaluated["accuracy"])}))
     sys.exit(0)
 result = estimator.train_and_evaluate(
     classifier,
-    estimator.TrainSpec(input_fn, max_steps=MAX_STEPS, hooks=[SessionStarts()]),
+    estimator.TrainSpec(input_fn, max_steps=MAX_STEPS, hooks=[] if KERAS else [SessionStarts()]),
     estimator.EvalSpec(input_fn, steps=None, start_delay_secs=0, throttle_secs=1,
                        exporters=[estimator.LatestExporter("latest", serving_input_fn, exports_to_keep=2)]))
 latest = tf.train.latest_checkpoint(MODEL_DIR)
