@@ -193,7 +193,8 @@ flags.DEFINE_enum(
     list(STRATEGIES),
     "off: one device; mirrored: this machine's GPUs (--num_gpus; the CPU when 0); "
     "multi_worker_mirrored: the TF_CONFIG cluster (--mode=estimator; Keras 3 fit cannot); "
-    "parameter_server: not supported (the error says what to use).",
+    "parameter_server: the TF_CONFIG cluster with ps tasks, asynchronous (--mode=estimator; every task runs "
+    "the same command).",
 )
 flags.DEFINE_integer(
     "num_gpus", _DISTRIBUTION.num_gpus, "GPUs to mirror on (--distribution_strategy=mirrored).", lower_bound=0
@@ -267,17 +268,17 @@ def _shift_within_margin(values: dict) -> bool:
 @flags.multi_flags_validator(
     ["mode", "distribution_strategy"],
     message=(
-        "--distribution_strategy=multi_worker_mirrored runs with --mode=estimator only: Keras 3's fit cannot "
-        "train under MultiWorkerMirroredStrategy (keras-team/keras#20585); run the same flags with --mode=estimator "
-        "on every task of the TF_CONFIG cluster. --mode=tune runs its trials on one device: train the best flags "
-        "under a strategy afterwards"
+        "--distribution_strategy=multi_worker_mirrored and parameter_server run with --mode=estimator only: Keras "
+        "3's fit cannot train under MultiWorkerMirroredStrategy (keras-team/keras#20585) or ParameterServerStrategy; "
+        "run the same flags with --mode=estimator on every task of the TF_CONFIG cluster. --mode=tune runs its "
+        "trials on one device: train the best flags under a strategy afterwards"
     ),
 )
 def _strategy_fits_mode(values: dict) -> bool:
     strategy = values["distribution_strategy"]
     if values["mode"] == "tune":
         return strategy == "off"
-    return values["mode"] == "estimator" or strategy != "multi_worker_mirrored"
+    return values["mode"] == "estimator" or strategy not in ("multi_worker_mirrored", "parameter_server")
 
 
 @flags.multi_flags_validator(

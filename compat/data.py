@@ -174,12 +174,15 @@ def _shuffle_examples(examples: tf.data.Dataset, config: PipelineConfig) -> tf.d
     return examples.shuffle(config.shuffle_buffer, seed=config.seed, reshuffle_each_iteration=True)
 
 
-def examples(table: FileTable, config: PipelineConfig, split: str, training: bool) -> tf.data.Dataset:
+def examples(
+    table: FileTable, config: PipelineConfig, split: str, training: bool, write_now: bool = False
+) -> tf.data.Dataset:
     """Stages 1-4: `(features, label)` examples through the configured cache; training's never ends.
 
     Training's first epoch comes straight from the files, in a new order, as it
     is decoded (and written to the cache); later epochs come from the cache,
-    reshuffled (see the module docstring). Evaluation splits come in file order.
+    reshuffled (see the module docstring). Evaluation splits come in file order,
+    their disk cache written before they are read, as is training's with `write_now`.
     """
     bad_files = audio.BadFileLog() if config.skip_bad_files else None
 
@@ -224,12 +227,12 @@ def examples(table: FileTable, config: PipelineConfig, split: str, training: boo
             elements=_chunks_in(table),
             describe=describe,
             # Training reads whole epochs; evaluation may stop early (steps=N).
-            complete_now=not training,
+            complete_now=write_now or not training,
             split=split,
         )
     except cache.CacheUnavailableError as error:
         logging.warning("Going on without the disk cache for the %s split: %s", split, error)
-        return examples(table, dataclasses.replace(config, cache="none"), split, training)
+        return examples(table, dataclasses.replace(config, cache="none"), split, training, write_now)
     spec = _chunk_spec(config, training)
     if not training:
         stream = split_cache.replay(spec).unbatch()
@@ -308,6 +311,14 @@ def _options(config: PipelineConfig) -> tf.data.Options:
 # -- public API -------------------------------------------------------------
 
 
+def fill_cache(source: Source, config: PipelineConfig, split: str = "train") -> None:
+    """Writes `split`'s disk cache entry now, unless it has one, so that every dataset built for it after
+    this reads files only: a ParameterServerStrategy's workers rebuild the input pipeline from its graph,
+    where the first pass's bookkeeping (Python, in this process) cannot run. A no-op for other caches."""
+    if config.cache == "disk":
+        examples(index(source, config).table(split), config, split, split == "train", write_now=True)
+
+
 def build_dataset(
     source: Source,
     config: PipelineConfig = PipelineConfig(),
@@ -382,6 +393,10 @@ def make_input_fn(
             )
         )
         key = (chosen_split, batch_size, shard)
+        if not tf.executing_eagerly():  # traced (a ParameterServerStrategy's per-worker dataset): not kept
+            return build_dataset(
+                source, pipeline_config, chosen_split, input_context=input_context, batch_size=batch_size
+            )
         if key not in built:
             built[key] = build_dataset(
                 source, pipeline_config, chosen_split, input_context=input_context, batch_size=batch_size

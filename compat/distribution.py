@@ -6,10 +6,9 @@ and `--num_gpus`, with Model Garden's meanings:
   off                     the default device
   mirrored                `tf.distribute.MirroredStrategy` over `num_gpus` GPUs (the CPU when 0)
   multi_worker_mirrored   `tf.distribute.MultiWorkerMirroredStrategy`, the cluster from TF_CONFIG
-  parameter_server        refused by train.py: its builder's input pipeline runs Python (the cache's
-                          bookkeeping, the decoder's fallback), which the workers of a
-                          ParameterServerStrategy cannot run. A user's model_to_estimator program
-                          in a cluster with ps tasks trains under one (`parameter_server_strategy`)
+  parameter_server        `tf.distribute.experimental.ParameterServerStrategy` over a TF_CONFIG
+                          cluster with ps tasks (`mode=estimator`): the chief coordinates, the
+                          workers run its steps, the ps tasks hold the variables
 
 Which engine runs which strategy: Keras 3 `fit` runs MirroredStrategy but not
 MultiWorkerMirroredStrategy (keras-team/keras#20585) nor ParameterServerStrategy; the Estimator
@@ -51,7 +50,11 @@ def make_strategy(name: str, num_gpus: int = 0) -> tf.distribute.Strategy | None
     if name == "multi_worker_mirrored":
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "parameter_server":
-        raise UnsupportedStrategyError(_NO_PARAMETER_SERVERS_HERE)
+        from compat.estimator.run_config import RunConfig  # TF_CONFIG's one reader
+
+        config = RunConfig()
+        # Only the coordinator holds the strategy; the workers and ps tasks serve what it sends them.
+        return parameter_server_strategy(config) if config.is_chief else None
     raise UnsupportedStrategyError(f"unknown `distribution_strategy` '{name}'; use one of {', '.join(STRATEGIES)}")
 
 
@@ -163,18 +166,10 @@ def task_name() -> str:
     return f"{config.task_type} {config.task_id}"
 
 
-_NO_PARAMETER_SERVERS_HERE = (
-    "train.py does not train on parameter-server clusters: the workers of a ParameterServerStrategy run "
-    "the input pipeline from its traced graph, and the builder's pipeline runs Python (the cache's bookkeeping, "
-    "the decoder's fallback). Your own program does: a custom model_fn, a canned Estimator or a model_to_estimator "
-    "Estimator from compat.estimator trains in a TF_CONFIG cluster with ps tasks. For train.py use "
-    "multi_worker_mirrored (a chief, workers and an evaluator, `mode=estimator`) or mirrored (one host)"
-)
-
-
-def check_cluster(mode: str) -> None:
-    """Refuses, before anything is written, a TF_CONFIG that `mode` cannot run: any cluster outside
-    `--mode=estimator`, `ps` tasks anywhere, or TF_CONFIG that does not parse."""
+def check_cluster(mode: str, strategy: str = "off") -> None:
+    """Refuses, before anything is written, a TF_CONFIG that `mode` and `strategy` (a
+    `distribution_strategy`) cannot run: any cluster outside `mode=estimator`, ps tasks without
+    `distribution_strategy=parameter_server` or that strategy without them, or TF_CONFIG that does not parse."""
     from compat.estimator.run_config import RunConfig
 
     try:
@@ -182,8 +177,14 @@ def check_cluster(mode: str) -> None:
     except ValueError as error:
         raise UnsupportedStrategyError(f"TF_CONFIG: {error}") from error
     cluster = config.cluster_spec.as_dict()
-    if "ps" in cluster:
-        raise UnsupportedStrategyError(f"TF_CONFIG names ps tasks. {_NO_PARAMETER_SERVERS_HERE}")
+    if mode == "estimator" and ("ps" in cluster) != (strategy == "parameter_server"):
+        raise UnsupportedStrategyError(
+            "TF_CONFIG names ps tasks: start every task with `distribution_strategy=parameter_server`, or use "
+            "a cluster without them (`multi_worker_mirrored`: a chief, workers and an evaluator)"
+            if "ps" in cluster
+            else "`distribution_strategy=parameter_server` needs a TF_CONFIG cluster with ps tasks (a chief, "
+            "workers, ps tasks and optionally an evaluator), every task started with the same command"
+        )
     if mode != "estimator" and set(cluster) - {"chief"}:
         raise UnsupportedStrategyError(
             f"TF_CONFIG names a cluster ({', '.join(sorted(cluster))}), but `mode={mode}` runs on one machine: "

@@ -114,6 +114,10 @@ class Run:
             pipeline = dataclasses.replace(pipeline, prefetch_to_device=False)
         return data.build_dataset(self.index, pipeline, split)
 
+    def fill_cache(self, split: str) -> None:
+        """Writes the split's disk cache now (see `data.fill_cache`)."""
+        data.fill_cache(self.index, self.pipeline, split)
+
     def input_fn(self, split: str) -> Callable[..., tf.data.Dataset]:
         return data.make_input_fn(self.index, self.pipeline, split)
 

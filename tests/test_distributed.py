@@ -132,7 +132,8 @@ def test_train_py_runs_mirrored_in_both_modes(tiny_data, tmp_path):
 @pytest.mark.parametrize("flags, named", [
     (("--mode=keras", "--distribution_strategy=multi_worker_mirrored"), "--mode=estimator"),
     (("--mode=tune", "--distribution_strategy=mirrored"), "--mode=tune"),
-    (("--mode=estimator", "--distribution_strategy=parameter_server"), "multi_worker_mirrored"),
+    (("--mode=keras", "--distribution_strategy=parameter_server"), "--mode=estimator"),
+    (("--mode=estimator", "--distribution_strategy=parameter_server"), "needs a TF_CONFIG cluster with ps tasks"),
     (("--tf_data_service=localhost:5050",), "grpc://HOST:PORT"),
 ])
 def test_strategies_a_mode_cannot_run_are_refused_before_anything_is_written(tmp_path, flags, named):
@@ -160,6 +161,36 @@ def test_train_py_on_a_cluster_chief_and_worker_share_one_model_folder(tiny_data
     assert "test accuracy" in results["chief"][1]
     assert "worker 0 finished" in results["worker"][1]
     assert json.loads((model_dir / "metrics.json").read_text())["steps"] > 0
+
+
+def test_train_py_on_a_parameter_server_cluster_the_chief_coordinates_and_the_workers_train(tiny_data, tmp_path):
+    """Every task runs the same command; the chief sends the steps to the worker (ParameterServerStrategy),
+    the variables live on the ps (the checkpoint's second shard), and the worker ends after the chief."""
+    from test_train_cli import _common
+
+    model_dir = tmp_path / "run"
+    cluster = {job: [f"127.0.0.1:{free_port()}"] for job in ("chief", "worker", "ps")}
+    processes = {}
+    for task in ("ps", "worker", "chief"):
+        env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": task, "index": 0}})}
+        processes[task] = subprocess.Popen(
+            [sys.executable, "train.py", *_common(tiny_data, tmp_path), "--mode=estimator", "--max_steps=12",
+             "--eval_every_steps=6", "--distribution_strategy=parameter_server", "--noexport",
+             f"--model_dir={model_dir}"],
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ps = processes.pop("ps")
+    try:
+        results = finish(processes)
+    finally:
+        ps.kill()
+        ps.communicate()
+    for task, (code, _, err) in results.items():
+        assert code == 0, f"{task}: {err[-3000:]}"
+    assert "test accuracy" in results["chief"][1]
+    assert "worker 0 finished" in results["worker"][1]
+    assert json.loads((model_dir / "metrics.json").read_text())["steps"] == 12
+    assert {path.name for path in model_dir.glob("model.ckpt-12.data-*")} == {
+        "model.ckpt-12.data-00000-of-00002", "model.ckpt-12.data-00001-of-00002"}
 
 
 # -- the tf.data service ---------------------------------------------------------
@@ -236,7 +267,7 @@ def test_a_data_service_worker_killed_mid_epoch_does_not_hang_the_trainer(data_s
     ({"cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}},
      ("--mode=keras",), "--mode=keras runs on one machine"),
     ({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}, "task": {"type": "chief", "index": 0}},
-     ("--mode=estimator",), "names ps tasks"),
+     ("--mode=estimator",), "start every task with --distribution_strategy=parameter_server"),
     ("{not json", ("--mode=estimator",), "TF_CONFIG"),
 ])
 def test_a_tf_config_the_mode_cannot_run_is_refused_before_anything_is_written(tmp_path, monkeypatch, tf_config,

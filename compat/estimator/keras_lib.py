@@ -362,6 +362,8 @@ class KerasEstimator(EstimatorBase):
         the workers. Python inside the pipeline (`py_function`) cannot run there either.
         """
 
+        # The input_fn runs as plain Python building a graph, as in TF 2.15: AutoGraph would convert its code.
+        @tf.autograph.experimental.do_not_convert
         def per_worker() -> tf.data.Dataset:
             return with_input_options(call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params))
 

@@ -36,7 +36,7 @@ from absl import logging
 from compat.estimator.base import EstimatorBase
 from compat.estimator.estimator import Estimator
 from compat.estimator.exporter import Exporter
-from compat.estimator.ps_watch import ParameterServerWatch
+from compat.estimator.ps_watch import ParameterServerWatch, reachable
 from compat.estimator.run_config import TaskType
 
 _EVALUATOR_POLL_SECS = 1.0  # an evaluator looks for a new checkpoint at least this often
@@ -233,6 +233,7 @@ def _train_with_a_coordinator(estimator: EstimatorBase, train_spec: TrainSpec, e
     from compat import distribution
 
     config = estimator.config
+    cluster = config.cluster_spec.as_dict()
     if config.task_type in (TaskType.WORKER, TaskType.PS):
         server = distribution.serve_parameter_server_task(config)
         if config.task_type == TaskType.PS or train_spec.max_steps is None:
@@ -240,7 +241,12 @@ def _train_with_a_coordinator(estimator: EstimatorBase, train_spec: TrainSpec, e
             return
         while (_saved_step(estimator) or 0) < train_spec.max_steps:
             time.sleep(_EVALUATOR_POLL_SECS)
-        logging.info("The chief saved step %d: this worker's part is done.", _saved_step(estimator))
+        # The chief still reaches this server after its last step (it drops its functions here when it
+        # ends), so the worker serves until the chief has ended.
+        chief = config.cluster_spec.job_tasks(TaskType.MASTER if TaskType.MASTER in cluster else TaskType.CHIEF)[0]
+        while reachable(chief):
+            time.sleep(_EVALUATOR_POLL_SECS)
+        logging.info("The chief saved step %d and ended: so does this worker.", _saved_step(estimator))
         return
     listeners = list(train_spec.saving_listeners)
     if config.task_type == TaskType.MASTER:
