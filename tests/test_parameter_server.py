@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import tensorflow as tf
@@ -270,3 +271,26 @@ def test_a_model_to_estimator_program_trains_on_a_parameter_server_strategy_with
     alone = predict_alone(program, model_dir, "--keras")
     assert alone["global_step"] == MAX_STEPS
     assert alone["predicted_accuracy"] == pytest.approx(alone["evaluated_accuracy"], abs=1e-6)
+
+
+def test_a_worker_killed_and_restarted_rejoins_a_parameter_server_strategy(tmp_path):
+    """The one worker of a model_to_estimator cluster is killed after the chief's save at step 100: the chief's
+    coordinator holds its steps until the worker is started again, and the job ends at max_steps."""
+    program, model_dir = changed_program(tmp_path), str(tmp_path / "model")
+    command = [sys.executable, program, model_dir, str(2 * MAX_STEPS), "--keras"]
+    cluster = cluster_of(workers=1)
+    processes = start(command, cluster, evaluator=False, env=ENV)
+    try:
+        deadline = time.monotonic() + 120
+        while 100 not in checkpoint_steps(model_dir):
+            assert time.monotonic() < deadline and processes["chief0"].poll() is None, stderr_of(processes["chief0"])
+            time.sleep(0.1)
+        processes["worker0"].kill()
+        processes["worker0"].communicate()
+        processes["worker0"] = start_task(command, cluster, "worker", 0, ENV)
+        results = finish(processes)
+    finally:
+        kill_all(processes)
+    assert_all_succeeded(results)
+    assert results["chief0"][1]["step"] == results["worker0"][1]["step"] == 2 * MAX_STEPS
+    assert max(checkpoint_steps(model_dir)) == 2 * MAX_STEPS

@@ -329,10 +329,14 @@ class KerasEstimator(EstimatorBase):
         ) as error:
             if not (distribution.is_multi_worker(self._strategy) or self._coordinator is not None):
                 raise
+            try:
+                stopped = f"training stopped after step {int(self._global_step.numpy())}"
+            except tf.errors.OpError:  # the step lives on the lost ps task
+                stopped = "training stopped"
             raise RuntimeError(
-                f"A task of the cluster stopped or cannot be reached ({type(error).__name__}); "
-                f"training stopped after step {int(self._global_step.numpy())}. The chief's last checkpoint is "
-                f"{self.latest_checkpoint()}: start every task again with the same command to resume from it"
+                f"A task of the cluster stopped or cannot be reached ({type(error).__name__}); {stopped}. The "
+                f"chief's last checkpoint is {self.latest_checkpoint()}: start every task again with the same "
+                "command to resume from it"
             ) from error
         finally:
             self._input_cache.publish()
