@@ -282,6 +282,18 @@ def _strategy_fits_mode(values: dict) -> bool:
 
 
 @flags.multi_flags_validator(
+    ["distribution_strategy", "cache"],
+    message=(
+        "--distribution_strategy=parameter_server needs --cache=disk: the workers rebuild the training input from "
+        "its graph, which must read the cache's files (written by the chief first) rather than run the decoder's "
+        "Python fallback; point --cache_dir at a folder every task sees"
+    ),
+)
+def _parameter_servers_read_the_disk_cache(values: dict) -> bool:
+    return values["distribution_strategy"] != "parameter_server" or values["cache"] == "disk"
+
+
+@flags.multi_flags_validator(
     ["mode", "enable_xla", "profile_steps"],
     message=(
         "--enable_xla and --profile_steps apply to --mode=keras: the Estimator engine's step loop reads its "

@@ -105,15 +105,35 @@ def parameter_server_cluster(config: RunConfig) -> tf.train.ClusterSpec:
     )
 
 
+# The process's one connection to a parameter-server cluster: connecting again would end every
+# variable of the first (TensorFlow's connection is process-wide).
+_CONNECTED: dict[str, tf.distribute.experimental.ParameterServerStrategy] = {}
+
+
 def parameter_server_strategy(config: RunConfig) -> tf.distribute.experimental.ParameterServerStrategy:
     """The chief's ParameterServerStrategy over `config`'s cluster: variables on the ps tasks, steps sent to
-    the workers. Creating it connects this process to the cluster, after which TensorFlow objects made
-    before (eager tensors, variables) can no longer be used: make it before anything else."""
-    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
-        parameter_server_cluster(config), task_type="chief", task_id=0, rpc_layer=config.protocol or "grpc"
-    )
-    logging.info("Connecting to the parameter-server cluster %s", resolver.cluster_spec().as_dict())
-    return tf.distribute.experimental.ParameterServerStrategy(resolver)
+    the workers; the same one for every call in a process. Creating it connects this process to the
+    cluster, after which TensorFlow objects made before (eager tensors, variables) can no longer be used:
+    make it before anything else (`is_connected` says whether it was)."""
+    cluster = parameter_server_cluster(config)
+    key = repr(sorted(cluster.as_dict().items()))
+    if key not in _CONNECTED:
+        if not cluster.as_dict().get("worker"):
+            raise UnsupportedStrategyError(
+                "TF_CONFIG's cluster has ps tasks but no worker: under a ParameterServerStrategy the workers run "
+                "the steps (the chief only coordinates). Add worker tasks"
+            )
+        resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+            cluster, task_type="chief", task_id=0, rpc_layer=config.protocol or "grpc"
+        )
+        logging.info("Connecting to the parameter-server cluster %s", cluster.as_dict())
+        _CONNECTED[key] = tf.distribute.experimental.ParameterServerStrategy(resolver)
+    return _CONNECTED[key]
+
+
+def is_connected(config: RunConfig) -> bool:
+    """Whether this process has connected to `config`'s parameter-server cluster."""
+    return repr(sorted(parameter_server_cluster(config).as_dict().items())) in _CONNECTED
 
 
 def serve_parameter_server_task(config: RunConfig) -> tf.distribute.Server:
@@ -147,7 +167,8 @@ def checked_strategy(strategy) -> tf.distribute.Strategy | None:
     raise UnsupportedStrategyError(
         f"RunConfig(train_distribute={type(strategy).__name__}) is not run by compat.estimator: a model_to_estimator "
         "Estimator runs MirroredStrategy (one host), MultiWorkerMirroredStrategy (a TF_CONFIG cluster), "
-        "OneDeviceStrategy, and ParameterServerStrategy (a TF_CONFIG cluster with ps tasks)"
+        "OneDeviceStrategy, and ParameterServerStrategy, which RunConfig refuses as TF 2.15's did: in a TF_CONFIG "
+        "cluster with ps tasks model_to_estimator creates it on the chief"
     )
 
 
@@ -177,6 +198,11 @@ def check_cluster(mode: str, strategy: str = "off") -> None:
     except ValueError as error:
         raise UnsupportedStrategyError(f"TF_CONFIG: {error}") from error
     cluster = config.cluster_spec.as_dict()
+    if mode == "estimator" and "ps" in cluster and strategy == "parameter_server" and not cluster.get("worker"):
+        raise UnsupportedStrategyError(
+            "TF_CONFIG's cluster has ps tasks but no worker: under `distribution_strategy=parameter_server` the "
+            "workers run the steps (the chief only coordinates). Add worker tasks"
+        )
     if mode == "estimator" and ("ps" in cluster) != (strategy == "parameter_server"):
         raise UnsupportedStrategyError(
             "TF_CONFIG names ps tasks: start every task with `distribution_strategy=parameter_server`, or use "

@@ -13,7 +13,7 @@ split is evaluated and `metrics.json` written in the same schema:
   <model_dir>/history.csv, metrics.json, confusion_matrix.png           as --mode=keras
 
 Under a strategy (`--distribution_strategy`) the RunConfig carries it as
-`train_distribute` (a parameter-server strategy goes through its scope instead);
+`train_distribute` (model_to_estimator finds a parameter-server strategy itself);
 in a TF_CONFIG cluster every task runs this same command, the chief trains and
 saves beside the workers (with ps tasks: sends the steps to them), the evaluator
 evaluates each new checkpoint, and only the chief evaluates the test split and
@@ -22,7 +22,6 @@ writes `metrics.json`.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import time
@@ -40,8 +39,8 @@ def train_and_evaluate(run: Run) -> dict | None:
     """Trains (or resumes) in the run's folder with compat.estimator; returns the metrics (None on a
     cluster task other than the chief: the chief writes them)."""
     plan = run.plan
-    # A ParameterServerStrategy is not a RunConfig's (TF 2.15 refused it there): model_to_estimator takes it
-    # from the scope it is called in.
+    # A ParameterServerStrategy is not a RunConfig's (TF 2.15 refused it there): model_to_estimator finds
+    # the one this process connected with (and builds its evaluation copy outside it).
     parameter_server = distribution.is_parameter_server(run.strategy)
     run_config = estimator.RunConfig(
         save_checkpoints_steps=plan.period,
@@ -51,9 +50,7 @@ def train_and_evaluate(run: Run) -> dict | None:
         log_step_count_steps=run.train.log_every_steps,
         train_distribute=None if parameter_server else run.strategy,
     )
-    keras_model = run.build_model()
-    with run.scope() if parameter_server else contextlib.nullcontext():
-        est = estimator.model_to_estimator(keras_model=keras_model, model_dir=run.model_dir, config=run_config)
+    est = estimator.model_to_estimator(keras_model=run.build_model(), model_dir=run.model_dir, config=run_config)
     if parameter_server:  # the workers read the training split from the cache, which is written here first
         run.fill_cache("train")
     start_step = last_saved_step(run.model_dir) or 0

@@ -134,6 +134,7 @@ def test_train_py_runs_mirrored_in_both_modes(tiny_data, tmp_path):
     (("--mode=tune", "--distribution_strategy=mirrored"), "--mode=tune"),
     (("--mode=keras", "--distribution_strategy=parameter_server"), "--mode=estimator"),
     (("--mode=estimator", "--distribution_strategy=parameter_server"), "needs a TF_CONFIG cluster with ps tasks"),
+    (("--mode=estimator", "--distribution_strategy=parameter_server", "--cache=memory"), "needs --cache=disk"),
     (("--tf_data_service=localhost:5050",), "grpc://HOST:PORT"),
 ])
 def test_strategies_a_mode_cannot_run_are_refused_before_anything_is_written(tmp_path, flags, named):
@@ -268,6 +269,8 @@ def test_a_data_service_worker_killed_mid_epoch_does_not_hang_the_trainer(data_s
      ("--mode=keras",), "--mode=keras runs on one machine"),
     ({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}, "task": {"type": "chief", "index": 0}},
      ("--mode=estimator",), "start every task with --distribution_strategy=parameter_server"),
+    ({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}, "task": {"type": "chief", "index": 0}},
+     ("--mode=estimator", "--distribution_strategy=parameter_server"), "ps tasks but no worker"),
     ("{not json", ("--mode=estimator",), "TF_CONFIG"),
 ])
 def test_a_tf_config_the_mode_cannot_run_is_refused_before_anything_is_written(tmp_path, monkeypatch, tf_config,

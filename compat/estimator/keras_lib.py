@@ -180,6 +180,11 @@ class KerasEstimator(EstimatorBase):
             self._write_warm_start()
 
     @property
+    def strategy(self) -> tf.distribute.Strategy | None:
+        """The strategy training runs under (a ParameterServerStrategy's chief coordinates the workers)."""
+        return self._strategy
+
+    @property
     def model_fn(self) -> Callable:
         def model_fn(features, labels, mode, config):
             raise NotImplementedError(
@@ -375,18 +380,19 @@ class KerasEstimator(EstimatorBase):
         assert self._coordinator is not None
         return iter(self._coordinator.create_per_worker_dataset(per_worker))
 
-    def _run_steps(self, train_loop: Callable, batches, steps: int) -> None:
-        """`steps` training steps: one call of the compiled loop, or under a ParameterServerStrategy as
-        closures shared among the workers (two per worker, so that none waits on the slowest), all done
-        when this returns."""
+    def _run_steps(self, train_loop: Callable, batches, step: int, steps: int) -> None:
+        """`steps` training steps after `step`: one call of the compiled loop, or under a
+        ParameterServerStrategy as closures shared among the workers (two per worker, so that none waits
+        on the slowest), all done when this returns."""
         if self._coordinator is None:
             train_loop(batches, tf.constant(steps, tf.int64))
             return
+        last = tf.constant(step + steps, tf.int64)
         workers = len(self._config.cluster_spec.as_dict().get(TaskType.WORKER, ()))
         closures = min(steps, 2 * max(1, workers))
         for index in range(closures):
             share = steps // closures + (1 if index < steps % closures else 0)
-            self._coordinator.schedule(train_loop, args=(batches, tf.constant(share, tf.int64)))
+            self._coordinator.schedule(train_loop, args=(batches, tf.constant(share, tf.int64), last))
         self._coordinator.join()
 
     def _make_train_loop(self) -> Callable:
@@ -398,21 +404,12 @@ class KerasEstimator(EstimatorBase):
         step itself: the Python loop runs once per checkpoint, summary or log
         boundary, not once per step.
         """
-        model = self._keras_model
-
         # As Keras' own fit: the step is traced as plain TF, without AutoGraph converting Keras'
         # code (which costs seconds of tracing); only this loop's control flow is converted.
-        @tf.autograph.experimental.do_not_convert
-        def one_step(element) -> tf.Tensor:
-            features, labels = split_features_labels(element)
-            inputs, weights = self._inputs_and_weights(features)
-            labels = self.model_targets(labels)
-            model.reset_metrics()  # the loss and metrics of this step, not running means
-            logs = model.train_step((inputs, labels) if weights is None else (inputs, labels, weights))
-            return tf.cast(logs["loss"], tf.float32), tf.shape(tf.nest.flatten(labels)[0], out_type=tf.int64)[0]
-
+        one_step = tf.autograph.experimental.do_not_convert(self._train_one_step)
         strategy = self._strategy
-        parameter_server = self._coordinator is not None
+        if self._coordinator is not None:
+            return self._make_coordinated_train_loop(one_step)
 
         @tf.function
         def train_loop(iterator, n):
@@ -422,8 +419,6 @@ class KerasEstimator(EstimatorBase):
                 element = next(iterator)
                 if strategy is None:
                     loss, examples = one_step(element)
-                elif parameter_server:  # on one worker, one replica: its values as they are
-                    loss, examples = strategy.run(one_step, args=(element,))
                 else:
                     loss, examples = strategy.run(one_step, args=(element,))
                     loss = strategy.reduce("MEAN", loss, axis=None)
@@ -431,6 +426,38 @@ class KerasEstimator(EstimatorBase):
                 self._last_loss.assign(loss)
                 self._examples.assign_add(examples)
                 self._global_step.assign_add(1)
+
+        return train_loop
+
+    def _train_one_step(self, element) -> tuple[tf.Tensor, tf.Tensor]:
+        """One step of Keras' own `train_step`: (its loss, the examples it trained on)."""
+        model = self._keras_model
+        features, labels = split_features_labels(element)
+        inputs, weights = self._inputs_and_weights(features)
+        labels = self.model_targets(labels)
+        model.reset_metrics()  # the loss and metrics of this step, not running means
+        logs = model.train_step((inputs, labels) if weights is None else (inputs, labels, weights))
+        return tf.cast(logs["loss"], tf.float32), tf.shape(tf.nest.flatten(labels)[0], out_type=tf.int64)[0]
+
+    def _make_coordinated_train_loop(self, one_step: Callable) -> Callable:
+        """The closure a ParameterServerStrategy's worker runs: up to `n` steps, none past step `last`.
+
+        The coordinator runs a closure again, whole, when its worker fails, so each step first claims
+        its number on the shared step: a rerun goes on from where the step count is, and every step is
+        counted once, whichever worker ran it.
+        """
+        strategy = self._strategy
+
+        @tf.function
+        def train_loop(iterator, n, last):
+            for _ in tf.range(n):
+                element = next(iterator)
+                if self._global_step.assign_add(1) > last:
+                    self._global_step.assign_sub(1)
+                    break
+                loss, examples = strategy.run(one_step, args=(element,))  # one replica per worker
+                self._last_loss.assign(loss)
+                self._examples.assign_add(examples)
 
         return train_loop
 
@@ -492,7 +519,7 @@ class KerasEstimator(EstimatorBase):
                 runner.before_step(step)
             ended = False
             try:
-                self._run_steps(train_loop, batches, wanted)
+                self._run_steps(train_loop, batches, step, wanted)
             except tf.errors.OutOfRangeError:
                 ended = True
             done = int(self._global_step.numpy()) - step
@@ -834,7 +861,8 @@ class _ModelRecipe:
         """A copy made in `scope` (a strategy's, where its variables go), compiled as the model was, with an
         optimizer of its own."""
         with scope:
-            copy = self.model_class.from_config(copy_lib.deepcopy(self.config))  # from_config empties it
+            # Deserializing empties or changes the configs given: each copy gets its own.
+            copy = self.model_class.from_config(copy_lib.deepcopy(self.config))
             copy.set_weights(self.weights)
             self._compile(copy)
             copy.optimizer.build(copy.trainable_variables)
@@ -843,15 +871,16 @@ class _ModelRecipe:
     def _compile(self, copy: keras.Model) -> None:
         # The serialized compile config covers registered losses and metrics; otherwise the loss
         # object itself is reused, as TF 2.15 did, and the rest of the config deserializes.
+        compile_config = copy_lib.deepcopy(self.compile_config)
         try:
-            copy.compile_from_config(self.compile_config)
+            copy.compile_from_config(compile_config)
         except (TypeError, ValueError):
             arguments = {
                 name: keras.saving.deserialize_keras_object(value)
-                for name, value in self.compile_config.items()
+                for name, value in compile_config.items()
                 if name not in ("optimizer", "loss")
             }
-            optimizer = self.optimizer_class.from_config(self.optimizer_config)
+            optimizer = self.optimizer_class.from_config(copy_lib.deepcopy(self.optimizer_config))
             copy.compile(optimizer=optimizer, loss=self.loss, **arguments)
 
 
@@ -865,6 +894,8 @@ def _coordinating_strategy(config: RunConfig | None) -> tf.distribute.Strategy |
     current = tf.distribute.get_strategy()
     if distribution.is_parameter_server(current):
         return current
+    if distribution.is_connected(config):
+        return distribution.parameter_server_strategy(config)
     logging.warning(
         "model_to_estimator connects this process to the parameter-server cluster of TF_CONFIG. TensorFlow "
         "objects made before (the Keras model given among them) cannot be used after it: the Estimator trains a "

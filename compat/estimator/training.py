@@ -236,18 +236,20 @@ def _train_with_a_coordinator(estimator: EstimatorBase, train_spec: TrainSpec, e
     cluster = config.cluster_spec.as_dict()
     if config.task_type in (TaskType.WORKER, TaskType.PS):
         server = distribution.serve_parameter_server_task(config)
-        if config.task_type == TaskType.PS or train_spec.max_steps is None:
+        if config.task_type == TaskType.PS:
             server.join()  # until the task is killed, as in TF 2.15
             return
-        while (_saved_step(estimator) or 0) < train_spec.max_steps:
-            time.sleep(_EVALUATOR_POLL_SECS)
-        # The chief still reaches this server after its last step (it drops its functions here when it
-        # ends), so the worker serves until the chief has ended.
-        chief = config.cluster_spec.job_tasks(TaskType.MASTER if TaskType.MASTER in cluster else TaskType.CHIEF)[0]
-        while reachable(chief):
-            time.sleep(_EVALUATOR_POLL_SECS)
-        logging.info("The chief saved step %d and ended: so does this worker.", _saved_step(estimator))
+        _serve_the_chief(
+            config.cluster_spec.job_tasks(TaskType.MASTER if TaskType.MASTER in cluster else TaskType.CHIEF)[0]
+        )
+        logging.info("The chief ended (its newest checkpoint: %s): so does this worker.", estimator.latest_checkpoint())
         return
+    if not distribution.is_parameter_server(getattr(estimator, "strategy", None)):
+        raise distribution.UnsupportedStrategyError(
+            "TF_CONFIG names ps tasks, but this model_to_estimator Estimator was given another strategy "
+            "(RunConfig.train_distribute): its chief would train alone. Leave train_distribute unset: on the chief "
+            "of a cluster with ps tasks model_to_estimator makes a ParameterServerStrategy"
+        )
     listeners = list(train_spec.saving_listeners)
     if config.task_type == TaskType.MASTER:
         listeners.append(_EvaluateAfterSaves(estimator, eval_spec, train_spec.max_steps))
@@ -256,10 +258,16 @@ def _train_with_a_coordinator(estimator: EstimatorBase, train_spec: TrainSpec, e
     )
 
 
-def _saved_step(estimator: EstimatorBase) -> int | None:
-    """The step of the newest checkpoint in the model folder, None before the first."""
-    latest = estimator.latest_checkpoint()
-    return int(latest.rsplit("-", 1)[1]) if latest else None
+def _serve_the_chief(chief: str) -> None:
+    """Returns once the chief at `chief` has come and gone: a worker's server runs the steps the chief
+    sends while the chief runs (it drops its functions here even as it ends), whatever step training
+    stops at. Three failed probes in a row, a second apart, mean gone."""
+    while not reachable(chief):
+        time.sleep(_EVALUATOR_POLL_SECS)
+    misses = 0
+    while misses < 3:
+        misses = 0 if reachable(chief) else misses + 1
+        time.sleep(_EVALUATOR_POLL_SECS)
 
 
 def _train_in_cluster(estimator: EstimatorBase, train_spec: TrainSpec) -> None:
