@@ -155,8 +155,9 @@ _ROWS: dict[str, Entry] = {
     ),
     "estimator.train_and_evaluate": Entry(
         DIFFERS,
-        "clusters with ps tasks train asynchronously as in TF 2.15 on model_fn and canned Estimators, and are "
-        "refused on model_to_estimator's; a restart after max_steps trains no extra step and returns (None, None)",
+        "clusters with ps tasks train asynchronously as in TF 2.15 on model_fn and canned Estimators, and on "
+        "model_to_estimator's through a ParameterServerStrategy (the chief coordinates, exact step count); a restart "
+        "after max_steps trains no extra step and returns (None, None)",
     ),
     "estimator.CheckpointSaverHook": Entry(
         SAME, "on model_to_estimator Estimators refused: use RunConfig(save_checkpoints_steps=...)"
