@@ -393,14 +393,12 @@ def make_input_fn(
             )
         )
         key = (chosen_split, batch_size, shard)
-        if not tf.executing_eagerly():  # traced (a ParameterServerStrategy's per-worker dataset): not kept
-            return build_dataset(
-                source, pipeline_config, chosen_split, input_context=input_context, batch_size=batch_size
-            )
-        if key not in built:
-            built[key] = build_dataset(
-                source, pipeline_config, chosen_split, input_context=input_context, batch_size=batch_size
-            )
-        return built[key]
+        kept = tf.executing_eagerly()  # one traced (a ParameterServerStrategy's per-worker dataset) is not kept
+        if kept and key in built:
+            return built[key]
+        made = build_dataset(source, pipeline_config, chosen_split, input_context=input_context, batch_size=batch_size)
+        if kept:
+            built[key] = made
+        return made
 
     return input_fn

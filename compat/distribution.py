@@ -110,14 +110,18 @@ def parameter_server_cluster(config: RunConfig) -> tf.train.ClusterSpec:
 _CONNECTED: dict[str, tf.distribute.experimental.ParameterServerStrategy] = {}
 
 
+def _cluster_key(config: RunConfig) -> str:
+    return repr(sorted(parameter_server_cluster(config).as_dict().items()))
+
+
 def parameter_server_strategy(config: RunConfig) -> tf.distribute.experimental.ParameterServerStrategy:
     """The chief's ParameterServerStrategy over `config`'s cluster: variables on the ps tasks, steps sent to
     the workers; the same one for every call in a process. Creating it connects this process to the
     cluster, after which TensorFlow objects made before (eager tensors, variables) can no longer be used:
     make it before anything else (`is_connected` says whether it was)."""
-    cluster = parameter_server_cluster(config)
-    key = repr(sorted(cluster.as_dict().items()))
+    key = _cluster_key(config)
     if key not in _CONNECTED:
+        cluster = parameter_server_cluster(config)
         if not cluster.as_dict().get("worker"):
             raise UnsupportedStrategyError(
                 "TF_CONFIG's cluster has ps tasks but no worker: under a ParameterServerStrategy the workers run "
@@ -133,7 +137,7 @@ def parameter_server_strategy(config: RunConfig) -> tf.distribute.experimental.P
 
 def is_connected(config: RunConfig) -> bool:
     """Whether this process has connected to `config`'s parameter-server cluster."""
-    return repr(sorted(parameter_server_cluster(config).as_dict().items())) in _CONNECTED
+    return _cluster_key(config) in _CONNECTED
 
 
 def serve_parameter_server_task(config: RunConfig) -> tf.distribute.Server:

@@ -886,8 +886,9 @@ class _ModelRecipe:
 
 def _coordinating_strategy(config: RunConfig | None) -> tf.distribute.Strategy | None:
     """On the chief of a TF_CONFIG cluster with ps tasks, the ParameterServerStrategy to train under: the
-    one whose scope model_to_estimator is called in, else a new one (TF 2.15 replicated between graphs
-    there, which Keras 3 cannot: see training.py). None on every other task and without ps tasks."""
+    one whose scope model_to_estimator is called in, else the one this process connected with, else a new
+    one (TF 2.15 replicated between graphs there, which Keras 3 cannot: see training.py). None on every
+    other task and without ps tasks."""
     config = config if config is not None else RunConfig()
     if TaskType.PS not in config.cluster_spec.as_dict() or not config.is_chief:
         return None

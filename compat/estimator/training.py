@@ -28,7 +28,7 @@ import collections
 import os
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
 from absl import logging
@@ -38,6 +38,9 @@ from compat.estimator.estimator import Estimator
 from compat.estimator.exporter import Exporter
 from compat.estimator.ps_watch import ParameterServerWatch, reachable
 from compat.estimator.run_config import TaskType
+
+if TYPE_CHECKING:  # keras_lib imports this module's callers; this module imports it only where it runs
+    from compat.estimator.keras_lib import KerasEstimator
 
 _EVALUATOR_POLL_SECS = 1.0  # an evaluator looks for a new checkpoint at least this often
 # TF 2.15's start delays of asynchronous workers: the chief's first steps move the model away from its
@@ -203,9 +206,7 @@ def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_
         if delay > 0:
             logging.info("Waiting %d secs before starting training.", delay)
             time.sleep(delay)
-    listeners = list(train_spec.saving_listeners)
-    if config.task_type == TaskType.MASTER:
-        listeners.append(_EvaluateAfterSaves(estimator, eval_spec, train_spec.max_steps))
+    listeners = _trainer_listeners(estimator, train_spec, eval_spec)
     watch = ParameterServerWatch(
         config.cluster_spec.job_tasks(TaskType.PS), estimator.model_dir, config.session_creation_timeout_secs
     )
@@ -220,41 +221,46 @@ def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_
         watch.stop()  # also when training raised, so that no later loss of the ps ends this process
 
 
-def _train_with_a_coordinator(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
+def _trainer_listeners(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec) -> list:
+    """A trainer's saving listeners in a cluster with ps tasks: a TF 1 `master` (no evaluator task in its
+    cluster) also evaluates after its saves, as on one machine."""
+    listeners = list(train_spec.saving_listeners)
+    if estimator.config.task_type == TaskType.MASTER:
+        listeners.append(_EvaluateAfterSaves(estimator, eval_spec, train_spec.max_steps))
+    return listeners
+
+
+def _train_with_a_coordinator(estimator: KerasEstimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
     """A task of a cluster with ps tasks, for a model_to_estimator Estimator: TF 2's parameter-server training.
 
     Keras 3 models cannot be built into a TF 1 graph, so the between-graph replication of TF 2.15 is replaced
     by `tf.distribute.experimental.ParameterServerStrategy`: the chief (or `master`) coordinates, sending
     the steps to the workers and saving; workers and ps tasks only serve. Steps are still asynchronous
-    (each worker applies its own updates to the variables on the ps tasks), but the step count is exact,
-    and a worker's server ends when the chief's checkpoint reaches `max_steps` (without one it serves until
-    it is killed, as a ps task does).
+    (each worker applies its own updates to the variables on the ps tasks), but the step count is exact; a
+    worker's program ends once the chief has ended, a ps task's when it is killed (as in TF 2.15).
     """
     from compat import distribution
 
     config = estimator.config
-    cluster = config.cluster_spec.as_dict()
     if config.task_type in (TaskType.WORKER, TaskType.PS):
         server = distribution.serve_parameter_server_task(config)
         if config.task_type == TaskType.PS:
             server.join()  # until the task is killed, as in TF 2.15
             return
-        _serve_the_chief(
-            config.cluster_spec.job_tasks(TaskType.MASTER if TaskType.MASTER in cluster else TaskType.CHIEF)[0]
-        )
+        _serve_the_chief(distribution.parameter_server_cluster(config).job_tasks(TaskType.CHIEF)[0])
         logging.info("The chief ended (its newest checkpoint: %s): so does this worker.", estimator.latest_checkpoint())
         return
-    if not distribution.is_parameter_server(getattr(estimator, "strategy", None)):
+    if not distribution.is_parameter_server(estimator.strategy):
         raise distribution.UnsupportedStrategyError(
             "TF_CONFIG names ps tasks, but this model_to_estimator Estimator was given another strategy "
             "(RunConfig.train_distribute): its chief would train alone. Leave train_distribute unset: on the chief "
             "of a cluster with ps tasks model_to_estimator makes a ParameterServerStrategy"
         )
-    listeners = list(train_spec.saving_listeners)
-    if config.task_type == TaskType.MASTER:
-        listeners.append(_EvaluateAfterSaves(estimator, eval_spec, train_spec.max_steps))
     estimator.train(
-        train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps, saving_listeners=listeners
+        train_spec.input_fn,
+        hooks=train_spec.hooks,
+        max_steps=train_spec.max_steps,
+        saving_listeners=_trainer_listeners(estimator, train_spec, eval_spec),
     )
 
 
