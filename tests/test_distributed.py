@@ -80,25 +80,17 @@ def finish(processes: dict, timeout: int = 300) -> dict:
     return results
 
 
-def test_multi_worker_cluster_trains_in_sync_and_the_evaluator_follows_the_chief(tmp_path):
-    model_dir = str(tmp_path / "model")
-    results = finish(start_cluster(model_dir, ("chief", "worker", "evaluator"), max_steps=60))
-    for task, (code, _, err) in results.items():
-        assert code == 0, f"{task}: {err[-3000:]}"
-    chief, worker, evaluator = (last_json(results[task][1]) for task in ("chief", "worker", "evaluator"))
-    assert chief["step"] == worker["step"] == 60
-    assert chief["weight"] == pytest.approx(worker["weight"], abs=1e-6)  # one model, two copies
-    assert evaluator["checkpoint"].endswith("model.ckpt-60")  # it ended after the final checkpoint
-    assert os.path.exists(os.path.join(model_dir, "model.ckpt-60.index"))
-    eval_steps = set()
+def eval_steps_of(model_dir: str) -> set[int]:
+    """The steps the evaluator's event files hold an accuracy for."""
+    steps = set()
     for events in glob.glob(os.path.join(model_dir, "eval", "events.out.tfevents.*")):
         for event in tf.compat.v1.train.summary_iterator(events):
             if any(value.tag == "accuracy" for value in event.summary.value):
-                eval_steps.add(event.step)
-    assert 60 in eval_steps
+                steps.add(event.step)
+    return steps
 
 
-def test_a_killed_worker_stops_the_job_with_a_clear_message_and_a_rerun_finishes(tmp_path):
+def test_a_killed_worker_stops_the_job_and_a_rerun_with_an_evaluator_finishes_in_sync(tmp_path):
     model_dir = str(tmp_path / "model")
     # The worker holds after its own checkpoint at step 40; the chief, in step with it, cannot pass step 41.
     processes = start_cluster(model_dir, ("chief", "worker"), max_steps=200, pause={"worker": "checkpoint:40"})
@@ -109,10 +101,16 @@ def test_a_killed_worker_stops_the_job_with_a_clear_message_and_a_rerun_finishes
     reached = int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1])
     assert reached in (20, 40)  # the chief's save at 40 may or may not have finished when the worker died
 
-    results = finish(start_cluster(model_dir, ("chief", "worker"), max_steps=200))
+    # The same command again, with an evaluator: the job resumes, the chief and worker train in sync, and the
+    # evaluator follows the chief to the final checkpoint.
+    results = finish(start_cluster(model_dir, ("chief", "worker", "evaluator"), max_steps=200))
     for task, (code, _, err) in results.items():
         assert code == 0, f"{task}: {err[-3000:]}"
-    assert last_json(results["chief"][1])["step"] == 200
+    chief, worker, evaluator = (last_json(results[task][1]) for task in ("chief", "worker", "evaluator"))
+    assert chief["step"] == worker["step"] == 200
+    assert chief["weight"] == pytest.approx(worker["weight"], abs=1e-6)  # one model, two copies
+    assert evaluator["checkpoint"].endswith("model.ckpt-200")  # it ended after the final checkpoint
+    assert 200 in eval_steps_of(model_dir)
 
 
 # -- train.py under a strategy -------------------------------------------------

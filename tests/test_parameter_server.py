@@ -81,7 +81,9 @@ def predict_alone(program: str, model_dir: str, *flags: str) -> dict:
 def test_a_ps_cluster_trains_evaluates_and_exports_as_tf_2_15(tmp_path, model):
     program, model_dir = changed_program(tmp_path), str(tmp_path / "model")
     flags = ["--canned"] if model == "canned" else []
-    results = finish(start([sys.executable, program, model_dir, str(MAX_STEPS), *flags], cluster_of(), env=ENV))
+    # Two workers share the model_fn's variables; one is enough to show the canned estimator's on the ps.
+    cluster = cluster_of(workers=2 if model == "model_fn" else 1)
+    results = finish(start([sys.executable, program, model_dir, str(MAX_STEPS), *flags], cluster, env=ENV))
     assert_all_succeeded(results)
     theirs = TF215[model]
 
@@ -114,7 +116,7 @@ def test_a_ps_cluster_trains_evaluates_and_exports_as_tf_2_15(tmp_path, model):
 def test_a_tf1_cluster_led_by_a_master_trains_and_the_master_evaluates(tmp_path):
     """TF 1's cluster has no evaluator task: the master evaluates after its saves, as on one machine."""
     program, model_dir = changed_program(tmp_path), str(tmp_path / "model")
-    results = finish(start([sys.executable, program, model_dir, str(MAX_STEPS)], cluster_of("master"),
+    results = finish(start([sys.executable, program, model_dir, str(MAX_STEPS)], cluster_of("master", workers=1),
                            evaluator=False, env=ENV))
     assert_all_succeeded(results)
     final = results["master0"][1]["step"]

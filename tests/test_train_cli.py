@@ -27,6 +27,12 @@ def _train_files(tiny_data, tmp_path, split: str = "train") -> int:
     return split_size(f"{tiny_data}", PipelineConfig(cache_dir=str(tmp_path / "cache")), split)
 
 
+def _assert_quiet_start(stderr: str) -> None:
+    """TensorFlow's load-time C++ lines are held back; without a GPU, "failed call to cuInit" is left alone."""
+    assert "absl::InitializeLog" not in stderr and "oneDNN custom operations" not in stderr
+    assert sum("cuInit" in line for line in stderr.splitlines()) <= 1
+
+
 def test_a_short_run_writes_every_output(tiny_data, tmp_path):
     model_dir = tmp_path / "run"
     secret = "sekrit-" + os.urandom(4).hex()
@@ -34,6 +40,7 @@ def test_a_short_run_writes_every_output(tiny_data, tmp_path):
                        env={**os.environ, "AWS_SECRET_ACCESS_KEY": secret})
     assert result.returncode == 0, result.stderr[-3000:]
     assert "test accuracy" in result.stdout
+    _assert_quiet_start(result.stderr)
     _assert_nothing_private([model_dir / "model.keras", model_dir / "saved_model"],
                             [secret, str(tmp_path), os.path.expanduser("~") + os.sep, REPO])
     metrics = json.loads((model_dir / "metrics.json").read_text())
@@ -87,6 +94,7 @@ def test_estimator_mode_writes_the_same_metrics_and_estimator_files(tiny_data, t
     result = run_train(*_common(tiny_data, tmp_path), "--mode=estimator", "--epochs=2", f"--model_dir={model_dir}",
                        env={**os.environ, "AWS_SECRET_ACCESS_KEY": secret})
     assert result.returncode == 0, result.stderr[-3000:]
+    _assert_quiet_start(result.stderr)
     _assert_nothing_private([model_dir / "export"], [secret, str(tmp_path), os.path.expanduser("~") + os.sep, REPO])
     assert "test accuracy" in result.stdout
     # As quiet as keras mode: each evaluation's results, not TF 2.15's lines for every hook and graph.
@@ -245,12 +253,8 @@ def test_kill_9_then_the_same_command_resumes(tiny_data, tmp_path, mode):
     process.send_signal(signal.SIGKILL)  # held just after its checkpoint at step 12 was written
     process.wait()
     assert not (model_dir / "metrics.json").exists()
-    result = subprocess.run([sys.executable, os.path.join(REPO, "train.py"), *flags], cwd=REPO,
-                            capture_output=True, text=True, timeout=300)
+    result = train_in_process(*flags)  # the same command again (its main(), in this process)
     assert result.returncode == 0, result.stderr[-3000:]
-    # TensorFlow's load-time C++ lines are held back; without a GPU, "failed call to cuInit" is left alone
-    assert "absl::InitializeLog" not in result.stderr and "oneDNN custom operations" not in result.stderr
-    assert sum("cuInit" in line for line in result.stderr.splitlines()) <= 1
     metrics = json.loads((model_dir / "metrics.json").read_text())
     assert metrics["steps"] == 60 and metrics["resumed_from_step"] == 12
     checkpoints = "checkpoints/ckpt-*.index" if mode == "keras" else "model.ckpt-*.index"

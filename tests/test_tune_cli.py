@@ -77,8 +77,7 @@ def test_an_interrupted_search_resumes_without_rerunning_finished_trials(tiny_da
     first = model_dir / "tuning" / "search" / "trial_0" / "trial.json"
     finished = first.read_text()
     assert '"COMPLETED"' in finished
-    result = subprocess.run([sys.executable, os.path.join(REPO, "train.py"), *flags], cwd=REPO,
-                            capture_output=True, text=True, timeout=600)
+    result = train_in_process(*flags)  # the same command again (its main(), in this process)
     assert result.returncode == 0, result.stderr[-3000:]
     assert first.read_text() == finished  # trial 0 was not run again
     rows = _rows(model_dir)
@@ -168,3 +167,18 @@ def test_the_default_space_is_sized_for_the_machine():
     assert max(cpu["width"]) == 32 and max(gpu["width"]) == 64
     assert max(cpu["batch_size"]) == 64 and max(gpu["batch_size"]) == 128
     assert cpu["depth"] == [1, 2, 3] and gpu["depth"] == [1, 2, 3, 4]
+
+
+def test_the_bayesian_tuner_is_refused_with_the_extra_to_install_where_scikit_learn_is_missing(tmp_path):
+    """scikit-learn is an extra ([bayesian]): Keras imports it on every `import tensorflow` when it is installed."""
+    import importlib.util
+
+    from compat.config import TuneConfig
+
+    if all(importlib.util.find_spec(name) for name in ("sklearn", "scipy")):
+        assert TuneConfig(tuner="bayesian").tuner == "bayesian"
+        return
+    result = train_in_process("--mode=tune", "--tuner=bayesian", f"--model_dir={tmp_path / 'run'}")
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "--tuner=bayesian needs scikit-learn" in result.stderr and "estimator-compat[bayesian]" in result.stderr
+    assert not (tmp_path / "run").exists()

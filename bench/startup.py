@@ -1,0 +1,70 @@
+"""Process start: what `import compat.estimator` costs before a program's first line runs.
+
+    python bench/startup.py [--rounds 6] [--venv TF215_VENV]
+
+Rows, interleaved over rounds (medians of CPU seconds, user + system, and wall seconds):
+
+  compat.estimator                 `import compat.estimator` in this environment, as installed
+  ... without scikit-learn, scipy  the same with both hidden from the import system (a row only where
+                                   they are installed, e.g. after `pip install -e '.[bayesian]'`):
+                                   Keras imports scikit-learn on `import tensorflow` whenever it can
+  TF 2.15 tf.estimator             `import tensorflow as tf; tf.estimator` in TF 2.15's environment
+                                   (created on first use, bench/tf215.py)
+
+Every multi-process job (a TF_CONFIG cluster, a search's workers, the test suite's CLI tests)
+pays the first row once per process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+from absl import app, flags
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from bench.tf215 import tf215_python  # noqa: E402
+
+flags.DEFINE_integer("rounds", 6, "Interleaved rounds (medians are reported).", lower_bound=1)
+flags.DEFINE_string("venv", None, "The TensorFlow 2.15 virtual environment (created if missing).")
+FLAGS = flags.FLAGS
+
+HIDE_SKLEARN = "import sys; sys.modules['sklearn'] = sys.modules['scipy'] = None; "
+
+
+def cpu_and_wall(command: list[str]) -> tuple[float, float]:
+    """One child process: its user + system CPU seconds and its wall seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, cwd=REPO,
+                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPO})
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall
+
+
+def main(argv) -> None:
+    del argv
+    rows = {"compat.estimator": [sys.executable, "-c", "import compat.estimator"]}
+    if all(importlib.util.find_spec(name) for name in ("sklearn", "scipy")):
+        rows["... without scikit-learn, scipy"] = [sys.executable, "-c", HIDE_SKLEARN + "import compat.estimator"]
+    rows["TF 2.15 tf.estimator"] = [tf215_python(FLAGS.venv), "-c", "import tensorflow as tf; tf.estimator"]
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in rows}
+    for _ in range(FLAGS.rounds):
+        for name, command in rows.items():
+            figures[name].append(cpu_and_wall(command))
+    print(f"| start ({FLAGS.rounds} rounds, medians) | CPU s | wall s |\n|---|---:|---:|")
+    for name, runs in figures.items():
+        cpu, wall = statistics.median(c for c, _ in runs), statistics.median(w for _, w in runs)
+        print(f"| {name} | {cpu:.2f} | {wall:.2f} |")
+
+
+if __name__ == "__main__":
+    app.run(main)
