@@ -63,6 +63,8 @@ def tune(configs: flags.Configs) -> None:
     from compat import distribution, model_folder, run, tuning
 
     distribution.check_cluster("tune")
+    if configs.tune_target == "model":
+        tuning.check_tuner_installed(configs.tune)  # refused before the run's folder is written
     worker = tuning.is_tuning_worker()  # works in its chief's folder, which the chief holds
     with run.open_run(
         configs.source,
@@ -287,6 +289,7 @@ def main(argv: list[str]) -> None:
     from compat.fetch import FetchError
     from compat.model_folder import OtherModesFolderError
     from compat.sources import DataSourceError
+    from compat.tuning import TunerNotInstalledError
 
     try:
         configs = flags.configs_from_flags()
@@ -315,6 +318,7 @@ def main(argv: list[str]) -> None:
         UnsupportedStrategyError,
         NoReadableCheckpointError,
         OtherModesFolderError,
+        TunerNotInstalledError,
     ) as error:
         fail(str(error))
     except CheckpointMismatchError as error:

@@ -14,7 +14,6 @@ onto these configs.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
 import re
 from collections.abc import Mapping
@@ -275,12 +274,6 @@ class TuneConfig:
 
     def __post_init__(self) -> None:
         _require("TuneConfig", self.tuner in TUNERS, f"tuner '{self.tuner}' must be one of {TUNERS}")
-        _require(
-            "TuneConfig",
-            self.tuner != "bayesian" or all(importlib.util.find_spec(name) for name in ("sklearn", "scipy")),
-            "`tuner=bayesian` needs scikit-learn and scipy (keras-tuner's BayesianOptimization uses them): "
-            "pip install 'estimator-compat[bayesian]', or choose `tuner=random`",
-        )
         _require(
             "TuneConfig",
             self.objective.partition(":")[2] in ("", "min", "max"),

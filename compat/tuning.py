@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import importlib.util
 import io
 import os
 import time
@@ -214,8 +215,28 @@ class _FirstEpochTimer(keras.callbacks.Callback):
             self.seconds = time.perf_counter() - self._start
 
 
+class TunerNotInstalledError(RuntimeError):
+    """The tuner a search names needs packages this installation left out."""
+
+
+def check_tuner_installed(config: TuneConfig) -> None:
+    """Raises TunerNotInstalledError, before a search starts, where `config.tuner` cannot run here.
+
+    BayesianOptimization needs scikit-learn and scipy, keras-tuner's `bayesian` extra, which this package
+    leaves out of its default install: Keras imports scikit-learn on every `import tensorflow` when it is
+    installed, a cost every process would pay (docs/performance.md, "Process start").
+    """
+    if config.tuner == "bayesian" and not all(importlib.util.find_spec(name) for name in ("sklearn", "scipy")):
+        raise TunerNotInstalledError(
+            "`tuner=bayesian` needs scikit-learn and scipy (keras-tuner's BayesianOptimization uses them): "
+            "install the `bayesian` extra (pip install -e '.[bayesian]' in the toolkit's checkout), "
+            "or choose `tuner=random`"
+        )
+
+
 def make_tuner(hypermodel: AudioHyperModel, config: TuneConfig, seed: int, directory: str):
     """The keras-tuner tuner `config.tuner` names, resuming the search state in `directory`."""
+    check_tuner_installed(config)
     common = dict(
         objective=objective(config.objective),
         directory=directory,

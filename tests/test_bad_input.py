@@ -276,7 +276,7 @@ def test_a_model_folder_of_another_model(tiny_data, tmp_path):
     common = ["--dataset=folder", f"--data_dir={tiny_data}", f"--cache_dir={tmp_path / 'cache'}", *TINY]
     for mode in ("keras", "estimator"):
         model_dir = tmp_path / mode
-        assert train_in_process(*common, f"--mode={mode}", "--width=4", "--max_steps=3", "--noexport",
+        assert train_in_process(*common, f"--mode={mode}", "--width=4", "--max_steps=3",
                                 f"--model_dir={model_dir}").returncode == 0
         before = _files_and_times(model_dir)
         result = train_in_process(*common, f"--mode={mode}", "--width=8", "--max_steps=6", f"--model_dir={model_dir}")
