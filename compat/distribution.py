@@ -122,17 +122,22 @@ def parameter_server_strategy(config: RunConfig) -> tf.distribute.experimental.P
     key = _cluster_key(config)
     if key not in _CONNECTED:
         cluster = parameter_server_cluster(config)
-        if not cluster.as_dict().get("worker"):
-            raise UnsupportedStrategyError(
-                "TF_CONFIG's cluster has ps tasks but no worker: under a ParameterServerStrategy the workers run "
-                "the steps (the chief only coordinates). Add worker tasks"
-            )
+        _require_workers(cluster.as_dict())
         resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
             cluster, task_type="chief", task_id=0, rpc_layer=config.protocol or "grpc"
         )
         logging.info("Connecting to the parameter-server cluster %s", cluster.as_dict())
         _CONNECTED[key] = tf.distribute.experimental.ParameterServerStrategy(resolver)
     return _CONNECTED[key]
+
+
+def _require_workers(cluster: dict) -> None:
+    """Refuses a parameter-server cluster (`ClusterSpec.as_dict()`) without workers: nothing would run the steps."""
+    if not cluster.get("worker"):
+        raise UnsupportedStrategyError(
+            "TF_CONFIG's cluster has ps tasks but no worker: under a ParameterServerStrategy the workers run "
+            "the steps (the chief only coordinates). Add worker tasks"
+        )
 
 
 def is_connected(config: RunConfig) -> bool:
@@ -202,11 +207,8 @@ def check_cluster(mode: str, strategy: str = "off") -> None:
     except ValueError as error:
         raise UnsupportedStrategyError(f"TF_CONFIG: {error}") from error
     cluster = config.cluster_spec.as_dict()
-    if mode == "estimator" and "ps" in cluster and strategy == "parameter_server" and not cluster.get("worker"):
-        raise UnsupportedStrategyError(
-            "TF_CONFIG's cluster has ps tasks but no worker: under `distribution_strategy=parameter_server` the "
-            "workers run the steps (the chief only coordinates). Add worker tasks"
-        )
+    if mode == "estimator" and "ps" in cluster and strategy == "parameter_server":
+        _require_workers(cluster)
     if mode == "estimator" and ("ps" in cluster) != (strategy == "parameter_server"):
         raise UnsupportedStrategyError(
             "TF_CONFIG names ps tasks: start every task with `distribution_strategy=parameter_server`, or use "
