@@ -8,6 +8,9 @@ Rows, interleaved over rounds (medians of CPU seconds, user + system, and wall s
   ... without scikit-learn, scipy  the same with both hidden from the import system (a row only where
                                    they are installed, e.g. after `pip install -e '.[bayesian]'`):
                                    Keras imports scikit-learn on `import tensorflow` whenever it can
+  ... with --packages DIR          the same with DIR first on the import path, to weigh one package's
+                                   version against the installed one, e.g. ml_dtypes 0.7.0:
+                                   `pip install --no-deps --target DIR ml_dtypes==0.7.0`
   TF 2.15 tf.estimator             `import tensorflow as tf; tf.estimator` in TF 2.15's environment
                                    (created on first use, bench/tf215.py)
 
@@ -34,17 +37,18 @@ from bench.tf215 import tf215_python  # noqa: E402
 
 flags.DEFINE_integer("rounds", 6, "Interleaved rounds (medians are reported).", lower_bound=1)
 flags.DEFINE_string("venv", None, "The TensorFlow 2.15 virtual environment (created if missing).")
+flags.DEFINE_string("packages", None, "A folder of packages put first on the import path for one more row.")
 FLAGS = flags.FLAGS
 
 HIDE_SKLEARN = "import sys; sys.modules['sklearn'] = sys.modules['scipy'] = None; "
 
 
-def cpu_and_wall(command: list[str]) -> tuple[float, float]:
-    """One child process: its user + system CPU seconds and its wall seconds."""
+def cpu_and_wall(command: list[str], path: str = REPO) -> tuple[float, float]:
+    """One child process with `path` as PYTHONPATH: its user + system CPU seconds and its wall seconds."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, cwd=REPO,
-                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPO})
+                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": path})
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall
@@ -55,11 +59,15 @@ def main(argv) -> None:
     rows = {"compat.estimator": [sys.executable, "-c", "import compat.estimator"]}
     if all(importlib.util.find_spec(name) for name in ("sklearn", "scipy")):
         rows["... without scikit-learn, scipy"] = [sys.executable, "-c", HIDE_SKLEARN + "import compat.estimator"]
+    paths = dict.fromkeys(rows, REPO)
+    if FLAGS.packages:
+        name = f"... with {FLAGS.packages} first"
+        rows[name], paths[name] = rows["compat.estimator"], os.pathsep.join([FLAGS.packages, REPO])
     rows["TF 2.15 tf.estimator"] = [tf215_python(FLAGS.venv), "-c", "import tensorflow as tf; tf.estimator"]
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in rows}
     for _ in range(FLAGS.rounds):
         for name, command in rows.items():
-            figures[name].append(cpu_and_wall(command))
+            figures[name].append(cpu_and_wall(command, paths.get(name, REPO)))
     print(f"| start ({FLAGS.rounds} rounds, medians) | CPU s | wall s |\n|---|---:|---:|")
     for name, runs in figures.items():
         cpu, wall = statistics.median(c for c, _ in runs), statistics.median(w for _, w in runs)
