@@ -18,9 +18,10 @@ def founding_dataset(paths, labels, config, parallel: bool, batch: int):
     spec = config.feature_spec
     calls = tf.data.AUTOTUNE if parallel else None
     window = window_samples(config, training=True)  # the builder's training features
+    in_graph_only = audio.all_decode_in_graph(list(paths), spec.sample_rate)  # as the builder decodes them
 
     def decode(path, label):
-        wave, _ = audio.decode_audio(path, spec.sample_rate)
+        wave = audio.decode_wav_file(path) if in_graph_only else audio.decode_audio(path, spec.sample_rate)[0]
         return audio.fit_waveform(wave, window), label
 
     def postprocess(wave, label):

@@ -15,7 +15,9 @@ augmentation and batching code path serves them all.
 from __future__ import annotations
 
 import functools
+import os
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 import soundfile
@@ -154,6 +156,46 @@ def is_canonical_pcm16_wav(contents: tf.Tensor) -> tf.Tensor:
     whole_frames = tf.logical_and(channels > 0, tf.math.floormod(data_bytes, tf.maximum(2 * channels, 1)) == 0)
     fits = tf.cast(size, tf.int64) >= _CANONICAL_WAV_HEADER_BYTES + data_bytes
     return tf.logical_and(matches, tf.logical_and(fits, whole_frames))
+
+
+def all_decode_in_graph(paths: Sequence[str], sample_rate: int) -> bool:
+    """True when every file is a canonical 16-bit PCM WAV at `sample_rate` with samples, by its header.
+
+    Such files need none of `decode_audio`'s per-file check and branches (`decode_wav_file`). Each
+    file's first 44 bytes are read here, in one pass before decoding (milliseconds per thousand files),
+    so that the check runs once per file in NumPy instead of in every element's graph, where the check
+    and its two branches cost a quarter of the decode stage's CPU (bench/stages.py).
+    """
+    headers = np.zeros([len(paths), _CANONICAL_WAV_HEADER_BYTES], np.int64)
+    sizes = np.zeros([len(paths)], np.int64)
+    for row, path in enumerate(paths):
+        try:
+            with open(path, "rb") as stream:
+                head = stream.read(_CANONICAL_WAV_HEADER_BYTES)
+                sizes[row] = os.fstat(stream.fileno()).st_size
+        except OSError:
+            return False  # decode_audio names the file and says what to do
+        headers[row, : len(head)] = list(head)
+    little_endian = np.array([1, 1 << 8, 1 << 16, 1 << 24])
+    data_bytes = headers[:, 40:44] @ little_endian
+    channels = headers[:, 22] + headers[:, 23] * 256
+    canonical = np.all((headers == _HEADER_TEMPLATE) | ~_HEADER_FIXED, axis=1)
+    return bool(
+        np.all(
+            canonical
+            & (headers[:, 24:28] @ little_endian == sample_rate)
+            & (channels > 0)
+            & (data_bytes >= 2 * channels)  # at least one frame: decode_audio refuses empty files
+            & (data_bytes % np.maximum(2 * channels, 1) == 0)
+            & (sizes >= _CANONICAL_WAV_HEADER_BYTES + data_bytes)
+        )
+    )
+
+
+def decode_wav_file(path: tf.Tensor) -> tf.Tensor:
+    """Reads one file that `all_decode_in_graph` accepted: its mono float32 waveform `[samples]`."""
+    audio, _ = tf.audio.decode_wav(tf.io.read_file(path))
+    return tf.reduce_mean(audio, axis=1)
 
 
 def decode_audio(path: tf.Tensor, sample_rate: int, bad_files: BadFileLog | None = None) -> tuple[tf.Tensor, tf.Tensor]:

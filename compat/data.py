@@ -100,18 +100,26 @@ def list_files(table: FileTable, config: PipelineConfig, shuffle: bool) -> tf.da
 
 
 def decode(
-    files: tf.data.Dataset, config: PipelineConfig, training: bool, bad_files: audio.BadFileLog | None
+    files: tf.data.Dataset,
+    config: PipelineConfig,
+    training: bool,
+    bad_files: audio.BadFileLog | None,
+    in_graph_only: bool = False,
 ) -> tf.data.Dataset:
     """Stage 2: parallel read, decode to mono, and fit to the cached window length.
 
     Training keeps a window `crop_margin_ms` wider on each side, so that
     augmentation can crop and shift after the cache without recomputing
-    features. Unreadable files are dropped when skipping them.
+    features. Unreadable files are dropped when skipping them. `in_graph_only`:
+    every file passed `audio.all_decode_in_graph`, so each is decoded by
+    `tf.audio.decode_wav` alone, without a per-file check or branch.
     """
     window = window_samples(config, training)
 
     @tf.autograph.experimental.do_not_convert  # plain TF ops: tracing without AutoGraph is faster
     def read(path: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        if in_graph_only:
+            return audio.fit_waveform(audio.decode_wav_file(path), window), tf.constant(True), label
         wave, ok = audio.decode_audio(path, config.sample_rate, bad_files)
         return audio.fit_waveform(wave, window), ok, label
 
@@ -186,9 +194,10 @@ def examples(
     """
     bad_files = audio.BadFileLog() if config.skip_bad_files else None
 
-    def decoded_chunks() -> tf.data.Dataset:
+    def decoded_chunks() -> tf.data.Dataset:  # called only where the files are read: no cache, or a miss
         files = list_files(table, config, shuffle=training)
-        return transform(decode(files, config, training, bad_files), config, training)
+        in_graph_only = audio.all_decode_in_graph(table.paths, config.sample_rate)
+        return transform(decode(files, config, training, bad_files, in_graph_only), config, training)
 
     if training and config.data_service:
         return _shuffle_examples(through_data_service(decoded_chunks(), config).unbatch(), config)

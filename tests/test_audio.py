@@ -44,6 +44,27 @@ def test_canonical_pcm16_wav_takes_the_in_graph_path(tmp_path):
     assert not bool(audio.is_canonical_pcm16_wav(tf.constant(b"RIFF")))
 
 
+def test_files_whose_headers_all_pass_decode_in_graph_alone_to_the_same_waveforms(tmp_path):
+    paths = []
+    for index, (rate, subtype) in enumerate([(16000, "PCM_16"), (16000, "PCM_16"), (8000, "PCM_16"), (16000, "PCM_24")]):
+        paths.append(str(tmp_path / f"{index}.wav"))
+        soundfile.write(paths[-1], tone(440 + 100 * index, rate=rate), rate, subtype=subtype)
+    canonical = paths[:2]
+    assert audio.all_decode_in_graph(canonical, 16000)
+    for path in canonical:  # the fast path gives what decode_audio's checked path gives
+        np.testing.assert_array_equal(audio.decode_wav_file(tf.constant(path)).numpy(),
+                                      audio.decode_audio(tf.constant(path), 16000)[0].numpy())
+    assert not audio.all_decode_in_graph(canonical + [paths[2]], 16000)  # another rate: resampled by soundfile
+    assert not audio.all_decode_in_graph(canonical + [paths[3]], 16000)  # 24-bit
+    truncated = tmp_path / "truncated.wav"
+    truncated.write_bytes(open(canonical[0], "rb").read()[:100])
+    assert not audio.all_decode_in_graph(canonical + [str(truncated)], 16000)  # its data chunk does not fit
+    empty = tmp_path / "empty.wav"
+    soundfile.write(str(empty), np.zeros([0], np.float32), 16000, subtype="PCM_16")
+    assert not audio.all_decode_in_graph(canonical + [str(empty)], 16000)  # decode_audio names it
+    assert not audio.all_decode_in_graph(canonical + [str(tmp_path / "missing.wav")], 16000)
+
+
 @pytest.mark.parametrize("rate", [8000, 22050, 44100])
 def test_other_sample_rates_are_resampled(tmp_path, rate):
     path = str(tmp_path / "clip.wav")

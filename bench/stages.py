@@ -1,0 +1,118 @@
+"""What each stage of the builder's first epoch costs, against the usual answer: CPU per example.
+
+    python bench/stages.py --data_dir ../shared/data/fsdd/recordings [--rounds 3]
+
+On two cores the first epoch is CPU-bound, so its speed is the CPU each example
+costs. Each row adds stages to the one above and reads one epoch of FSDD's
+training split (8 kHz log-mel, the builder's training window, batch 64); the
+figure is the process's CPU time (every thread) per example, medians of
+interleaved rounds, so a row's difference from the row above is what its stages
+cost:
+
+  decode, each file checked
+                    not a stage: the decode below as it runs where not every file is a
+                    canonical 16-bit PCM WAV at the sample rate (a check and two branches
+                    in every file's graph); FSDD's files are, so the builder skips them
+  decode            list the files, read and decode them (`tf.audio.decode_wav`), fit to
+                    the window
+  + features        STFT, mel and log on chunks of 32 clips
+  + cache write     `examples` on an empty disk cache: a new file order, the
+                    segment writer, unbatching
+  + batch, augment  `build_dataset` on an empty disk cache: all of the above,
+                    then batch, crop/shift and noise, prefetch
+  the answer        the usual fix for the founding input_fn: parallel decode,
+                    features clip by clip, a 1,000-example shuffle buffer,
+                    batch, prefetch(1) (bench/founding.py)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import statistics
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags  # noqa: E402
+from founding import founding_dataset  # noqa: E402  (bench/, this script's folder, is on the path)
+
+flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
+flags.DEFINE_integer("rounds", 3, "Interleaved rounds (medians are reported).", lower_bound=1)
+FLAGS = flags.FLAGS
+
+BATCH = 64
+
+
+def cpu_per_example(dataset, elements: int, examples: int) -> float:
+    """CPU microseconds (all threads) per example to read `elements` elements (`examples` examples) of `dataset`.
+
+    The elements are counted by `reduce`, inside TensorFlow, so that no row pays Python's
+    per-element cost (which would weigh on rows of single examples, not on rows of batches).
+    """
+    import tensorflow as tf
+
+    started = time.process_time()
+    dataset.take(elements).reduce(tf.constant(0, tf.int64), lambda count, _: count + 1)
+    return (time.process_time() - started) / examples * 1e6
+
+
+def main(argv) -> None:
+    del argv
+    from compat import audio, data
+    from compat.sources import DataSource, list_split
+
+    cache_dir = tempfile.mkdtemp(prefix="bench-stages-")
+    config = data.PipelineConfig(sample_rate=8000, cache_dir=cache_dir, batch_size=BATCH)
+    source = "fsdd:" + FLAGS.data_dir
+    table = list_split(DataSource.parse(source), "train", cache_dir)
+    total = len(table)
+    for path in table.paths:  # every row reads from the page cache
+        with open(path, "rb") as stream:
+            stream.read()
+
+    in_graph_only = audio.all_decode_in_graph(table.paths, config.sample_rate)
+
+    def decoded(in_graph_only=in_graph_only):  # as the builder decodes these files
+        return data.decode(data.list_files(table, config, shuffle=False), config, True, None, in_graph_only)
+
+    def fresh(make):
+        def run():
+            shutil.rmtree(os.path.join(cache_dir, "datasets"), ignore_errors=True)
+            return make()
+
+        return run
+
+    disk = dataclasses.replace(config, cache="disk")
+    chunks, batches = int(data.transform(decoded(), config, True).cardinality()), -(-total // BATCH)
+    rows = {  # how to make each row's dataset, and how many of its elements make one epoch
+        "decode, each file checked": (lambda: decoded(False), total),
+        "decode": (decoded, total),
+        "+ features": (lambda: data.transform(decoded(), config, True), chunks),
+        "+ cache write": (fresh(lambda: data.examples(table, disk, "train", True)), total),
+        "+ batch, augment": (fresh(lambda: data.build_dataset(source, disk, "train")), batches),
+        "the answer": (lambda: founding_dataset(table.paths, table.labels, config, True, BATCH), batches),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in rows}
+    for _ in range(FLAGS.rounds):
+        for name, (make, elements) in rows.items():
+            samples[name].append(cpu_per_example(make(), elements, total))
+    costs = {name: statistics.median(values) for name, values in samples.items()}
+    print(f"\nFSDD train split: {total} files, 8 kHz log-mel {config.feature_spec.shape} over the training window, "
+          f"{os.cpu_count()} cores, medians of {FLAGS.rounds} rounds\n")
+    print("| first epoch | CPU us/example | this stage | share of the builder's |")
+    print("|---|---:|---:|---:|")
+    builder, before = costs["+ batch, augment"], 0.0
+    for name, cost in costs.items():
+        if name in ("the answer", "decode, each file checked"):
+            print(f"| {name} | {cost:,.0f} | | {cost / builder:.2f}x the builder's |")
+            continue
+        print(f"| {name} | {cost:,.0f} | {cost - before:,.0f} | {(cost - before) / builder:.0%} |")
+        before = cost
+    shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    app.run(main)
