@@ -33,9 +33,11 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 from founding import founding_dataset  # noqa: E402  (bench/, this script's folder, is on the path)
 
@@ -46,20 +48,20 @@ FLAGS = flags.FLAGS
 BATCH = 64
 
 
-def cpu_per_example(dataset, elements: int, examples: int) -> float:
-    """CPU microseconds (all threads) per example to read `elements` elements (`examples` examples) of `dataset`.
+def cpu_per_example(make_dataset: Callable[[], tf.data.Dataset], elements: int, examples: int) -> float:
+    """CPU microseconds (all threads) per example to make a dataset and read `elements` elements
+    (`examples` examples) of it.
 
-    The elements are counted by `reduce`, inside TensorFlow, so that no row pays Python's
-    per-element cost (which would weigh on rows of single examples, not on rows of batches).
+    Making it is timed too: the builder checks the files' headers then. The elements are counted
+    by `reduce`, inside TensorFlow, so that no row pays Python's per-element cost (which would weigh
+    on rows of single examples, not on rows of batches).
     """
-    import tensorflow as tf
-
     started = time.process_time()
-    dataset.take(elements).reduce(tf.constant(0, tf.int64), lambda count, _: count + 1)
+    make_dataset().take(elements).reduce(tf.constant(0, tf.int64), lambda count, _: count + 1)
     return (time.process_time() - started) / examples * 1e6
 
 
-def main(argv) -> None:
+def main(argv: list[str]) -> None:
     del argv
     from compat import audio, data
     from compat.sources import DataSource, list_split
@@ -73,10 +75,10 @@ def main(argv) -> None:
         with open(path, "rb") as stream:
             stream.read()
 
-    in_graph_only = audio.all_decode_in_graph(table.paths, config.sample_rate)
-
-    def decoded(in_graph_only=in_graph_only):  # as the builder decodes these files
-        return data.decode(data.list_files(table, config, shuffle=False), config, True, None, in_graph_only)
+    def decoded(checked: bool = False) -> tf.data.Dataset:  # as the builder decodes these files, checked or not
+        files = data.list_files(table, config, shuffle=False)
+        in_graph_only = not checked and audio.all_decode_in_graph(table.paths, config.sample_rate)
+        return data.decode(files, config, True, None, in_graph_only=in_graph_only)
 
     def fresh(make):
         def run():
@@ -86,19 +88,21 @@ def main(argv) -> None:
         return run
 
     disk = dataclasses.replace(config, cache="disk")
-    chunks, batches = int(data.transform(decoded(), config, True).cardinality()), -(-total // BATCH)
-    rows = {  # how to make each row's dataset, and how many of its elements make one epoch
-        "decode, each file checked": (lambda: decoded(False), total),
-        "decode": (decoded, total),
-        "+ features": (lambda: data.transform(decoded(), config, True), chunks),
-        "+ cache write": (fresh(lambda: data.examples(table, disk, "train", True)), total),
-        "+ batch, augment": (fresh(lambda: data.build_dataset(source, disk, "train")), batches),
-        "the answer": (lambda: founding_dataset(table.paths, table.labels, config, True, BATCH), batches),
+    # Whole batches only: a batch past the epoch's end would read the cache's replay as well.
+    chunks, batches = int(data.transform(decoded(), config, True).cardinality()), total // BATCH
+    rows = {  # how to make each row's dataset, how many of its elements to read, and the examples they hold
+        "decode, each file checked": (lambda: decoded(checked=True), total, total),
+        "decode": (decoded, total, total),
+        "+ features": (lambda: data.transform(decoded(), config, True), chunks, total),
+        "+ cache write": (fresh(lambda: data.examples(table, disk, "train", True)), total, total),
+        "+ batch, augment": (fresh(lambda: data.build_dataset(source, disk, "train")), batches, batches * BATCH),
+        "the answer": (lambda: founding_dataset(table.paths, table.labels, config, True, BATCH), batches,
+                       batches * BATCH),
     }
     samples: dict[str, list[float]] = {name: [] for name in rows}
     for _ in range(FLAGS.rounds):
-        for name, (make, elements) in rows.items():
-            samples[name].append(cpu_per_example(make(), elements, total))
+        for name, (make, elements, examples) in rows.items():
+            samples[name].append(cpu_per_example(make, elements, examples))
     costs = {name: statistics.median(values) for name, values in samples.items()}
     print(f"\nFSDD train split: {total} files, 8 kHz log-mel {config.feature_spec.shape} over the training window, "
           f"{os.cpu_count()} cores, medians of {FLAGS.rounds} rounds\n")

@@ -18,6 +18,7 @@ import functools
 import os
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import soundfile
@@ -120,7 +121,7 @@ def _fallback_decoder(sample_rate: int, bad_files: BadFileLog | None):
 
 def _canonical_header() -> tuple[np.ndarray, np.ndarray]:
     """The bytes a canonical 16-bit PCM WAV header must have, and which of the 44 are fixed."""
-    template, fixed = np.zeros(_CANONICAL_WAV_HEADER_BYTES, np.int32), np.zeros(_CANONICAL_WAV_HEADER_BYTES, bool)
+    template, fixed = np.zeros(_CANONICAL_WAV_HEADER_BYTES, np.int64), np.zeros(_CANONICAL_WAV_HEADER_BYTES, bool)
     for offset, value in [
         (0, b"RIFF"),
         (8, b"WAVEfmt "),
@@ -137,64 +138,78 @@ def _canonical_header() -> tuple[np.ndarray, np.ndarray]:
 _HEADER_TEMPLATE, _HEADER_FIXED = _canonical_header()
 
 
-def is_canonical_pcm16_wav(contents: tf.Tensor) -> tf.Tensor:
-    """True when `tf.audio.decode_wav` can decode `contents` without error.
+def _little_endian(header: Any, start: int, length: int) -> Any:
+    """The unsigned integer in `header[..., start:start + length]` (bytes as int64): NumPy or TensorFlow."""
+    return sum(header[..., start + i] * (1 << (8 * i)) for i in range(length))
 
-    That is a 44-byte-header, 16-bit PCM WAV ("fmt " chunk of 16 bytes, format 1,
-    16 bits, then "data") with at least one channel, whose data chunk holds
-    whole frames and fits in the file. Any other file goes
-    to the soundfile path, which names the file on error (decode_wav's own errors
-    do not say which file failed). One vector comparison: this runs per file.
+
+def _decodes_in_graph(header: Any, size: Any, sample_rate: int, xp: Any) -> Any:
+    """The one rule for `tf.audio.decode_wav`, on a header `[44]` of int64 bytes and the file's size, in `xp`:
+    NumPy (`np`) or TensorFlow's NumPy API (`tf.experimental.numpy`).
+
+    A 44-byte-header, 16-bit PCM WAV ("fmt " chunk of 16 bytes, format 1, 16 bits,
+    then "data") at `sample_rate`, whose byte rate and block size agree with its
+    channels (decode_wav refuses them otherwise), holding at least one whole frame,
+    and nothing after its data chunk (decode_wav reads on past it). Such a file
+    decodes there with no error and no resampling; any other goes to soundfile, which
+    names the file on error (decode_wav's own errors do not say which file failed).
     """
-    size = tf.strings.length(contents)
-    header = tf.cast(tf.io.decode_raw(tf.strings.substr(contents, 0, _CANONICAL_WAV_HEADER_BYTES), tf.uint8), tf.int32)
+    channels = _little_endian(header, 22, 2)
+    frame_bytes = 2 * channels
+    data_bytes = _little_endian(header, 40, 4)
+    return (
+        xp.all((header == _HEADER_TEMPLATE) | ~_HEADER_FIXED)
+        & (_little_endian(header, 24, 4) == sample_rate)
+        & (_little_endian(header, 28, 4) == sample_rate * frame_bytes)
+        & (_little_endian(header, 32, 2) == frame_bytes)
+        & (channels > 0)
+        & (data_bytes >= frame_bytes)
+        & (data_bytes % xp.maximum(frame_bytes, 1) == 0)
+        & (size == _CANONICAL_WAV_HEADER_BYTES + data_bytes)
+    )
+
+
+def is_canonical_pcm16_wav(contents: tf.Tensor, sample_rate: int) -> tf.Tensor:
+    """True when `tf.audio.decode_wav` decodes `contents` without error to `sample_rate` (`_decodes_in_graph`)."""
+    size = tf.cast(tf.strings.length(contents), tf.int64)
+    header = tf.cast(tf.io.decode_raw(tf.strings.substr(contents, 0, _CANONICAL_WAV_HEADER_BYTES), tf.uint8), tf.int64)
     header = tf.pad(header, [[0, _CANONICAL_WAV_HEADER_BYTES - tf.shape(header)[0]]])  # short files
-    matches = tf.reduce_all(tf.logical_or(tf.equal(header, _HEADER_TEMPLATE), ~_HEADER_FIXED))
-    data_bytes = tf.reduce_sum(tf.cast(header[40:44], tf.int64) * [1, 1 << 8, 1 << 16, 1 << 24])
-    channels = tf.cast(header[22] + header[23] * 256, tf.int64)
-    # decode_wav refuses zero channels and a partial last frame without naming the file.
-    whole_frames = tf.logical_and(channels > 0, tf.math.floormod(data_bytes, tf.maximum(2 * channels, 1)) == 0)
-    fits = tf.cast(size, tf.int64) >= _CANONICAL_WAV_HEADER_BYTES + data_bytes
-    return tf.logical_and(matches, tf.logical_and(fits, whole_frames))
+    return _decodes_in_graph(header, size, sample_rate, tf.experimental.numpy)
 
 
 def all_decode_in_graph(paths: Sequence[str], sample_rate: int) -> bool:
-    """True when every file is a canonical 16-bit PCM WAV at `sample_rate` with samples, by its header.
+    """True when every file passes `_decodes_in_graph`, by its first 44 bytes, read here.
 
-    Such files need none of `decode_audio`'s per-file check and branches (`decode_wav_file`). Each
-    file's first 44 bytes are read here, in one pass before decoding (milliseconds per thousand files),
-    so that the check runs once per file in NumPy instead of in every element's graph, where the check
-    and its two branches cost a quarter of the decode stage's CPU (bench/stages.py).
+    Such files need none of `decode_audio`'s per-file check and branch (`decode_wav_file`):
+    the check runs once per file in NumPy, before decoding, instead of in every file's
+    graph, where with its branch it cost about a third of the decode stage's CPU
+    (bench/stages.py). It stops at the first file that fails. Files Python cannot open
+    (a `gs://` path) answer False: they take the checked path. A file rewritten after
+    this check and before it is read fails in decode_wav with an error that does not
+    name it, so the builder checks right before each pass that reads the files.
     """
-    headers = np.zeros([len(paths), _CANONICAL_WAV_HEADER_BYTES], np.int64)
-    sizes = np.zeros([len(paths)], np.int64)
-    for row, path in enumerate(paths):
+    for path in paths:
         try:
             with open(path, "rb") as stream:
                 head = stream.read(_CANONICAL_WAV_HEADER_BYTES)
-                sizes[row] = os.fstat(stream.fileno()).st_size
+                size = os.fstat(stream.fileno()).st_size
         except OSError:
-            return False  # decode_audio names the file and says what to do
-        headers[row, : len(head)] = list(head)
-    little_endian = np.array([1, 1 << 8, 1 << 16, 1 << 24])
-    data_bytes = headers[:, 40:44] @ little_endian
-    channels = headers[:, 22] + headers[:, 23] * 256
-    canonical = np.all((headers == _HEADER_TEMPLATE) | ~_HEADER_FIXED, axis=1)
-    return bool(
-        np.all(
-            canonical
-            & (headers[:, 24:28] @ little_endian == sample_rate)
-            & (channels > 0)
-            & (data_bytes >= 2 * channels)  # at least one frame: decode_audio refuses empty files
-            & (data_bytes % np.maximum(2 * channels, 1) == 0)
-            & (sizes >= _CANONICAL_WAV_HEADER_BYTES + data_bytes)
-        )
-    )
+            return False
+        header = np.zeros(_CANONICAL_WAV_HEADER_BYTES, np.int64)
+        header[: len(head)] = np.frombuffer(head, np.uint8)
+        if not _decodes_in_graph(header, size, sample_rate, np):
+            return False
+    return True
 
 
 def decode_wav_file(path: tf.Tensor) -> tf.Tensor:
     """Reads one file that `all_decode_in_graph` accepted: its mono float32 waveform `[samples]`."""
-    audio, _ = tf.audio.decode_wav(tf.io.read_file(path))
+    return decode_wav_file_contents(tf.io.read_file(path))
+
+
+def decode_wav_file_contents(contents: tf.Tensor) -> tf.Tensor:
+    """A file's bytes that passed `_decodes_in_graph` -> its mono float32 waveform `[samples]`."""
+    audio, _ = tf.audio.decode_wav(contents)
     return tf.reduce_mean(audio, axis=1)
 
 
@@ -210,17 +225,9 @@ def decode_audio(path: tf.Tensor, sample_rate: int, bad_files: BadFileLog | None
         wave, ok = tf.numpy_function(fallback, [path], [tf.float32, tf.bool], stateful=False)
         return tf.ensure_shape(wave, [None]), tf.ensure_shape(ok, [])
 
-    def via_decode_wav(contents: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        audio, file_rate = tf.audio.decode_wav(contents)
-        mono = tf.reduce_mean(audio, axis=1)
-        return tf.cond(
-            tf.logical_and(file_rate == sample_rate, tf.shape(mono)[0] > 0),
-            lambda: (mono, tf.constant(True)),
-            via_soundfile,  # resampling, or an empty file's error, is soundfile's job
-        )
-
     contents = tf.io.read_file(path)
-    return tf.cond(is_canonical_pcm16_wav(contents), lambda: via_decode_wav(contents), via_soundfile)
+    in_graph = is_canonical_pcm16_wav(contents, sample_rate)
+    return tf.cond(in_graph, lambda: (decode_wav_file_contents(contents), tf.constant(True)), via_soundfile)
 
 
 def fit_waveform(wave: tf.Tensor, length: int) -> tf.Tensor:

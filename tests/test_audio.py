@@ -1,5 +1,8 @@
 """Decoding every supported format to the same waveform, and the features' shapes."""
 
+import os
+import re
+
 import numpy as np
 import pytest
 import soundfile
@@ -34,35 +37,50 @@ def test_formats_decode_to_the_written_mono_waveform(tmp_path, ext, subtype, tol
         np.testing.assert_allclose(decoded.numpy(), mono, atol=tolerance)
 
 
-def test_canonical_pcm16_wav_takes_the_in_graph_path(tmp_path):
+def _rewrite(path: str, offset: int, value: bytes, tail: bytes = b"") -> str:
+    """A copy of the WAV at `path` with `value` written at `offset` and `tail` appended."""
+    with open(path, "rb") as stream:
+        contents = bytearray(stream.read())
+    contents[offset : offset + len(value)] = value
+    changed = f"{path}.{offset}.{len(tail)}.wav"
+    with open(changed, "wb") as stream:
+        stream.write(bytes(contents) + tail)
+    return changed
+
+
+def test_only_wavs_that_decode_wav_reads_without_error_take_the_in_graph_path(tmp_path):
     pcm16 = str(tmp_path / "a.wav")
     soundfile.write(pcm16, tone(440), 16000, subtype="PCM_16")
+    stereo = str(tmp_path / "stereo.wav")
+    soundfile.write(stereo, tone(440, channels=2), 16000, subtype="PCM_16")
     pcm24 = str(tmp_path / "b.wav")
     soundfile.write(pcm24, tone(440), 16000, subtype="PCM_24")
-    assert bool(audio.is_canonical_pcm16_wav(tf.io.read_file(pcm16)))
-    assert not bool(audio.is_canonical_pcm16_wav(tf.io.read_file(pcm24)))
-    assert not bool(audio.is_canonical_pcm16_wav(tf.constant(b"RIFF")))
-
-
-def test_files_whose_headers_all_pass_decode_in_graph_alone_to_the_same_waveforms(tmp_path):
-    paths = []
-    for index, (rate, subtype) in enumerate([(16000, "PCM_16"), (16000, "PCM_16"), (8000, "PCM_16"), (16000, "PCM_24")]):
-        paths.append(str(tmp_path / f"{index}.wav"))
-        soundfile.write(paths[-1], tone(440 + 100 * index, rate=rate), rate, subtype=subtype)
-    canonical = paths[:2]
-    assert audio.all_decode_in_graph(canonical, 16000)
-    for path in canonical:  # the fast path gives what decode_audio's checked path gives
-        np.testing.assert_array_equal(audio.decode_wav_file(tf.constant(path)).numpy(),
-                                      audio.decode_audio(tf.constant(path), 16000)[0].numpy())
-    assert not audio.all_decode_in_graph(canonical + [paths[2]], 16000)  # another rate: resampled by soundfile
-    assert not audio.all_decode_in_graph(canonical + [paths[3]], 16000)  # 24-bit
-    truncated = tmp_path / "truncated.wav"
-    truncated.write_bytes(open(canonical[0], "rb").read()[:100])
-    assert not audio.all_decode_in_graph(canonical + [str(truncated)], 16000)  # its data chunk does not fit
-    empty = tmp_path / "empty.wav"
-    soundfile.write(str(empty), np.zeros([0], np.float32), 16000, subtype="PCM_16")
-    assert not audio.all_decode_in_graph(canonical + [str(empty)], 16000)  # decode_audio names it
-    assert not audio.all_decode_in_graph(canonical + [str(tmp_path / "missing.wav")], 16000)
+    empty = str(tmp_path / "empty.wav")
+    soundfile.write(empty, np.zeros([0], np.float32), 16000, subtype="PCM_16")
+    short = tmp_path / "short.wav"
+    short.write_bytes(b"RIFF")
+    read_by_soundfile = {"24-bit": pcm24, "8 kHz": _rewrite(pcm16, 24, (8000).to_bytes(4, "little"))}
+    refused_by_decode_wav = {  # decode_wav fails on each, without naming it: soundfile must name it
+        "a wrong byte rate": _rewrite(pcm16, 28, (1234).to_bytes(4, "little")),
+        "a wrong block size": _rewrite(pcm16, 32, (4).to_bytes(2, "little")),
+        "bytes after the data chunk": _rewrite(pcm16, 0, b"RIFF", tail=b"\0\0\0"),
+        "a second data chunk": _rewrite(pcm16, 0, b"RIFF", tail=b"data\x02\0\0\0\0\0"),
+        "a data chunk longer than the file": _rewrite(pcm16, 40, (10**6).to_bytes(4, "little")),
+        "no samples": empty,
+        "a header only": str(short),
+    }
+    for path in (pcm16, stereo):
+        assert bool(audio.is_canonical_pcm16_wav(tf.io.read_file(path), 16000)) and audio.all_decode_in_graph([path], 16000)
+        np.testing.assert_allclose(audio.decode_wav_file(tf.constant(path)).numpy(), tone(440), atol=1e-4)
+    assert not audio.all_decode_in_graph([pcm16], 8000)
+    for what, path in {**read_by_soundfile, **refused_by_decode_wav}.items():
+        assert not bool(audio.is_canonical_pcm16_wav(tf.io.read_file(path), 16000)), what
+        assert not audio.all_decode_in_graph([pcm16, path], 16000), what
+    for what, path in refused_by_decode_wav.items():
+        if what != "bytes after the data chunk":  # soundfile reads that one
+            with pytest.raises(Exception, match=re.escape(os.path.basename(path))):
+                audio.decode_audio(tf.constant(path), 16000)[0].numpy()
+    assert not audio.all_decode_in_graph([pcm16, str(tmp_path / "missing.wav")], 16000)
 
 
 @pytest.mark.parametrize("rate", [8000, 22050, 44100])
