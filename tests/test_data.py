@@ -9,7 +9,7 @@ import pytest
 import soundfile
 import tensorflow as tf
 
-from compat import data
+from compat import audio, data
 from compat.audio import BadAudioFileError
 from conftest import fsdd_dir, tone, write_class_folders
 
@@ -121,6 +121,22 @@ def test_bad_audio_error_type_is_raised_outside_tf_data(tmp_path):
     (tmp_path / "x.wav").write_text("nope")
     with pytest.raises(BadAudioFileError, match="x.wav"):
         data.audio._read_with_soundfile(str(tmp_path / "x.wav"), 16000)
+
+
+def test_a_split_of_wavs_decode_wav_reads_decodes_without_per_file_checks_to_the_same_features(tmp_path):
+    root = write_class_folders(tmp_path / "data", per_class=4)
+    config = data.PipelineConfig(cache="none", deterministic=True)
+    table = data.index(root, config).table("train")
+    assert audio.all_decode_in_graph(table.paths, config.sample_rate)  # what the builder checks before decoding
+
+    def features(in_graph_only: bool) -> np.ndarray:
+        files = data.list_files(table, config, shuffle=False)
+        decoded = data.decode(files, config, True, None, in_graph_only=in_graph_only)
+        return np.concatenate([chunk.numpy() for chunk, _ in data.transform(decoded, config, True)])
+
+    np.testing.assert_array_equal(features(in_graph_only=True), features(in_graph_only=False))
+    soundfile.write(table.paths[0], tone(440), 16000, subtype="PCM_24")  # one file decode_wav cannot read
+    assert not audio.all_decode_in_graph(table.paths, config.sample_rate)
 
 
 def test_input_fn_takes_estimator_arguments_by_signature(class_folders, cache_dir):
