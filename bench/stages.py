@@ -11,8 +11,8 @@ cost:
 
   decode, each file checked
                     not a stage: the decode below as it runs where not every file is a
-                    canonical 16-bit PCM WAV at the sample rate (a check and two branches
-                    in every file's graph); FSDD's files are, so the builder skips them
+                    canonical 16-bit PCM WAV at the sample rate (a check and a branch in
+                    every file's graph); FSDD's files are, so the builder skips both
   decode            list the files, read and decode them (`tf.audio.decode_wav`), fit to
                     the window
   + features        STFT, mel and log on chunks of 32 clips

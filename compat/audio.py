@@ -186,17 +186,18 @@ def all_decode_in_graph(paths: Sequence[str], sample_rate: int) -> bool:
     graph, where with its branch it cost about a third of the decode stage's CPU
     (bench/stages.py). It stops at the first file that fails. Files Python cannot open
     (a `gs://` path) or that are not regular files (a named pipe) answer False: they take
-    the checked path. A file rewritten after
-    this check and before it is read fails in decode_wav with an error that does not
-    name it, so the builder checks right before each pass that reads the files.
+    the checked path. A file rewritten after this check and before it is read fails in
+    decode_wav with an error that does not name it, so the builder checks right before
+    each pass that reads the files.
     """
     for path in paths:
         try:
-            if not stat.S_ISREG(os.stat(path).st_mode):
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode):
                 return False  # a pipe or device: only the checked path reads it, when tf.data gets there
             with open(path, "rb") as stream:
                 head = stream.read(_CANONICAL_WAV_HEADER_BYTES)
-                size = os.fstat(stream.fileno()).st_size
+            size = info.st_size
         except OSError:
             return False
         header = np.zeros(_CANONICAL_WAV_HEADER_BYTES, np.int64)
