@@ -1,0 +1,45 @@
+"""Writes, then replays, an input cache far larger than the memory a pipeline needs; prints peak memory.
+
+    python input_cache_memory.py CACHE_FOLDER|off MEGABYTES
+
+A deterministic pipeline of MEGABYTES elements of 1 MB each (an input_fn that
+decodes large clips or images) is read twice through `compat.estimator`'s input
+cache: one pass that writes the cache, then, as a later input_fn call, one that
+replays it. With `off` it is read twice without the cache, the baseline. The one
+line printed is JSON: the process's peak resident memory, the cache's bytes on
+disk, and a checksum of every element read.
+"""
+
+import json
+import os
+import resource
+import sys
+
+import tensorflow as tf
+
+from compat.estimator import input_cache
+
+folder, megabytes = sys.argv[1], int(sys.argv[2])
+FLOATS_PER_MEGABYTE = (1 << 20) // 4
+
+
+def pipeline() -> tf.data.Dataset:
+    return tf.data.Dataset.range(megabytes).map(
+        lambda index: tf.fill([FLOATS_PER_MEGABYTE], tf.cast(index, tf.float32) + 0.5)
+    )
+
+
+cache = input_cache.InputCache(input_cache.InputCacheSettings(enabled=folder != "off", folder=folder))
+checksum = 0.0
+for _ in range(2):
+    for element in cache.wrap(pipeline(), "input_cache_memory", "train"):
+        checksum += float(element[0])
+    cache.publish()
+# what was published (temporary folders start with "."; the published files are hard links to theirs)
+published = [] if folder == "off" else [entry for entry in os.listdir(folder) if not entry.startswith(".")]
+cached_bytes = sum(
+    os.path.getsize(os.path.join(folder, entry, name)) for entry in published
+    for name in os.listdir(os.path.join(folder, entry))
+)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+print(json.dumps({"peak_rss_bytes": peak, "cached_bytes": cached_bytes, "checksum": checksum}))
