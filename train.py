@@ -23,14 +23,17 @@ absl_flags.adopt_module_key_flags(flags)  # --help lists them
 
 def train_model(configs: flags.Configs) -> None:
     """--mode=keras or --mode=estimator: train, evaluate the test split, print the result."""
-    from compat import distribution, estimator_mode, keras_mode, model_folder, run
+    import importlib
+
+    from compat import distribution, model_folder, run
 
     distribution.check_cluster(configs.mode, configs.distribution.distribution_strategy)
     # First: MultiWorkerMirrored sets up collectives at startup, and ParameterServerStrategy connects this
     # process to the cluster, after which TensorFlow objects made before can no longer be used.
     strategy = distribution.strategy_for(configs.distribution)
     chief = distribution.is_chief_task()
-    mode = {"keras": keras_mode, "estimator": estimator_mode}[configs.mode]
+    # Only the mode's own module: compat.estimator (and tf_keras, for its heads) take about 1 s to import.
+    mode = importlib.import_module({"keras": "compat.keras_mode", "estimator": "compat.estimator_mode"}[configs.mode])
     with run.open_run(
         configs.source,
         configs.pipeline,

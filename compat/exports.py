@@ -32,6 +32,7 @@ from compat.config import PipelineConfig
 from compat.model_folder import SAVED_MODEL
 
 CLASSIFIER_INFO = "classifier.json"
+KERAS_MODEL = "model.keras"
 
 
 class ExportMismatchError(RuntimeError):
@@ -121,7 +122,7 @@ def export_keras_model(
     # Tracing the three signatures and loading the result back takes seconds to tens of seconds: say so.
     logging.info("Exporting to %s (model.keras, saved_model/ with its audio signatures, checked)", model_dir)
     started = time.monotonic()
-    atomic.write_file(os.path.join(model_dir, "model.keras"), model.save)
+    atomic.write_file(os.path.join(model_dir, KERAS_MODEL), model.save)
     expected = np.asarray(model(sample, training=False))
     difference = float("nan")
 
@@ -143,3 +144,24 @@ def export_keras_model(
     atomic.replace_folder(os.path.join(model_dir, SAVED_MODEL), export_and_check)
     logging.info("Exported %s in %.0f s", os.path.join(model_dir, SAVED_MODEL), time.monotonic() - started)
     return difference
+
+
+def copy_exports(source_dir: str, model_dir: str) -> None:
+    """Copies the exports `export_keras_model` wrote in `source_dir` (`model.keras`, `saved_model/`) to
+    `model_dir`, each whole or not at all: the exports of the same weights, without tracing them again."""
+    started = time.monotonic()
+    atomic.write_file(
+        os.path.join(model_dir, KERAS_MODEL),
+        lambda path: tf.io.gfile.copy(os.path.join(source_dir, KERAS_MODEL), path, overwrite=True),
+    )
+    source = os.path.join(source_dir, SAVED_MODEL)
+
+    def copy_tree(folder: str) -> None:
+        for parent, _, names in tf.io.gfile.walk(source):
+            target = os.path.join(folder, parent[len(source) :].lstrip("/"))
+            tf.io.gfile.makedirs(target)
+            for name in names:
+                tf.io.gfile.copy(os.path.join(parent, name), os.path.join(target, name), overwrite=True)
+
+    atomic.replace_folder(os.path.join(model_dir, SAVED_MODEL), copy_tree)
+    logging.info("Copied the exports of %s to %s in %.1f s", source_dir, model_dir, time.monotonic() - started)

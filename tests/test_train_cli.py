@@ -197,9 +197,34 @@ def test_both_modes_write_the_same_tensorboard_tags_and_export_the_best_model(ti
     import tensorflow as tf
 
     assert tf.saved_model.load(str(tmp_path / "keras" / "best" / "saved_model")).serve is not None
-    assert (tmp_path / "keras" / "best" / "model.keras").is_file()
+    # The exports hold the best period's weights, as saved then (not the last period's, unless it was the best).
+    import keras
+
+    exported = keras.saving.load_model(tmp_path / "keras" / "best" / "model.keras")
+    weights = [np.array(w) for w in exported.weights]
+    tf.train.Checkpoint(model=exported).read(str(tmp_path / "keras" / "best" / "weights" / "weights")).expect_partial(
+        ).assert_existing_objects_matched()
+    for exported_weight, kept in zip(weights, exported.weights, strict=True):
+        np.testing.assert_array_equal(exported_weight, np.array(kept))
     assert runs["estimator"]["best"]["step"] in (3, 6, 9, 12)
     assert len(os.listdir(tmp_path / "estimator" / "export" / "best")) == 1
+
+
+def test_when_the_last_period_is_the_best_its_exports_are_the_best_exports(tiny_data, tmp_path):
+    """One period: the best is the last, so best/ gets the last period's exports, copied whole, and its score."""
+    model_dir = tmp_path / "run"
+    result = train_in_process(*_common(tiny_data, tmp_path), "--max_steps=3", "--eval_every_steps=3",
+                              f"--model_dir={model_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((model_dir / "metrics.json").read_text())
+    assert metrics["best"]["step"] == metrics["steps"] == 3
+    assert metrics["best"]["test_accuracy"] == metrics["test_accuracy"]
+    last = sorted(p.relative_to(model_dir) for p in (model_dir / "saved_model").rglob("*") if p.is_file())
+    best = sorted(p.relative_to(model_dir / "best") for p in (model_dir / "best" / "saved_model").rglob("*")
+                  if p.is_file())
+    assert last == best and (model_dir / "saved_model" / "saved_model.pb") in [model_dir / p for p in last]
+    for name in [*last, "model.keras"]:
+        assert (model_dir / "best" / name).read_bytes() == (model_dir / name).read_bytes(), name
 
 
 def test_gpu_switches_train_on_the_cpu_where_they_apply(tiny_data, tmp_path):
