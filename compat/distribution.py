@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import tensorflow as tf
 from absl import logging
 
+from compat import tf_config
 from compat.config import STRATEGIES, DistributionConfig
 
 if TYPE_CHECKING:
@@ -183,30 +184,23 @@ def checked_strategy(strategy) -> tf.distribute.Strategy | None:
 
 def is_chief_task() -> bool:
     """Whether this process is the TF_CONFIG cluster's chief (or trains alone): the one that writes."""
-    from compat.estimator.run_config import RunConfig  # TF_CONFIG's one reader
-
-    return RunConfig().is_chief
+    return tf_config.placement(tf_config.read()).is_chief
 
 
 def task_name() -> str:
     """This process's TF_CONFIG task, as `worker 1`; `chief` when it trains alone."""
-    from compat.estimator.run_config import RunConfig
-
-    config = RunConfig()
-    return f"{config.task_type} {config.task_id}"
+    place = tf_config.placement(tf_config.read())
+    return f"{place.task_type} {place.task_id}"
 
 
 def check_cluster(mode: str, strategy: str = "off") -> None:
     """Refuses, before anything is written, a TF_CONFIG that `mode` and `strategy` (a
     `distribution_strategy`) cannot run: any cluster outside `mode=estimator`, ps tasks without
     `distribution_strategy=parameter_server` or that strategy without them, or TF_CONFIG that does not parse."""
-    from compat.estimator.run_config import RunConfig
-
     try:
-        config = RunConfig()
+        cluster = tf_config.placement(tf_config.read()).cluster_spec.as_dict()
     except ValueError as error:
         raise UnsupportedStrategyError(f"TF_CONFIG: {error}") from error
-    cluster = config.cluster_spec.as_dict()
     if mode == "estimator" and "ps" in cluster and strategy == "parameter_server":
         _require_workers(cluster)
     if mode == "estimator" and ("ps" in cluster) != (strategy == "parameter_server"):

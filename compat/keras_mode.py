@@ -239,30 +239,31 @@ def train_and_evaluate(run: Run) -> dict:
     extra = run.confusion(labels, predicted_classes(model, features))
     # what the run computed with, as Keras applied it (not as the flags asked)
     extra["compute"] = {"dtype_policy": model.dtype_policy.name, "jit_compile": bool(model.jit_compile)}
-    steps = int(model.optimizer.iterations.numpy())
-    sample = next(iter(test_dataset))[0]  # what the exports are checked on
+    steps = int(model.optimizer.iterations.numpy())  # before the best period's state is read back below
+    sample = next(iter(test_dataset))[0] if run.train.export else {}  # what the exports are checked on
     if run.train.export:
         extra["export_max_abs_difference"] = export_keras_model(
             model, run.model_dir, sample, pipeline=run.pipeline, class_names=run.class_names
         )
     best = read_best(run.path(model_folder.BEST_WEIGHTS))
-    if best is not None and best["step"] == steps:
-        # The last period was the best (the learning rate decays to zero, so it often is): the model's
-        # test accuracy and exports are the best period's, without evaluating or tracing them again.
-        best["test_accuracy"] = float(test["accuracy"])
-        if run.train.export:
-            copy_exports(run.model_dir, run.path(model_folder.BEST))
-    elif best is not None:
-        # The last period's results are written: the model now takes the best period's weights (and
-        # optimizer state, also in the file), its traced test step and its exports' code serving again.
+    if best is not None:
+        # The last period's results are written: the model now takes the best period's weights (and its
+        # optimizer state, also in the file), so that its traced test step and export code serve again.
+        last_weights = model.get_weights()
         tf.train.Checkpoint(model=model).read(
             run.path(model_folder.BEST_WEIGHTS, "weights")
         ).assert_existing_objects_matched()
-        best["test_accuracy"] = float(model.evaluate(test_dataset, return_dict=True, verbose=0)["accuracy"])
-        if run.train.export:
-            export_keras_model(
-                model, run.path(model_folder.BEST), sample, pipeline=run.pipeline, class_names=run.class_names
-            )
-    if best is not None:
+        if all(np.array_equal(last, kept) for last, kept in zip(last_weights, model.get_weights(), strict=True)):
+            # The last period was the best (the learning rate decays to zero, so it often is): its test
+            # accuracy and exports are the best's, without evaluating or tracing them again.
+            best["test_accuracy"] = float(test["accuracy"])
+            if run.train.export:
+                copy_exports(run.model_dir, run.path(model_folder.BEST))
+        else:
+            best["test_accuracy"] = float(model.evaluate(test_dataset, return_dict=True, verbose=0)["accuracy"])
+            if run.train.export:
+                export_keras_model(
+                    model, run.path(model_folder.BEST), sample, pipeline=run.pipeline, class_names=run.class_names
+                )
         extra["best"] = best
     return run.write_metrics(test, steps, start_step, clock.train_seconds, **extra)

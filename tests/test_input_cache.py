@@ -182,14 +182,17 @@ def test_both_engines_replay_an_input_fn_and_evaluate_as_without_the_cache(engin
 
 def test_the_cache_holds_its_data_on_disk_not_in_memory(tmp_path):
     """A cache of 240 MB, written then replayed, raises the process's peak memory by less than a
-    quarter of that over the same two passes without it (an in-memory `dataset.cache()` adds it all)."""
+    quarter of that over the same two passes without it, where an in-memory `dataset.cache()` (the
+    measurement's own check) raises it by more than half."""
     program = [sys.executable, os.path.join(HELPERS, "input_cache_memory.py")]
     env = {**os.environ, "PYTHONPATH": REPO}
     runs = {}
-    for name, folder in (("off", "off"), ("cached", str(tmp_path / "cache"))):
+    for name, folder in (("off", "off"), ("memory", "memory"), ("cached", str(tmp_path / "cache"))):
         result = subprocess.run([*program, folder, "240"], capture_output=True, text=True, env=env, timeout=300)
         assert result.returncode == 0, result.stderr[-2000:]
         runs[name] = json.loads(result.stdout.strip().splitlines()[-1])
-    assert runs["cached"]["checksum"] == runs["off"]["checksum"]
-    assert runs["cached"]["cached_bytes"] >= 240 << 20  # the whole pass was written, and published
-    assert runs["cached"]["peak_rss_bytes"] - runs["off"]["peak_rss_bytes"] < runs["cached"]["cached_bytes"] / 4
+    assert runs["cached"]["checksum"] == runs["memory"]["checksum"] == runs["off"]["checksum"]
+    cache_bytes = runs["cached"]["cached_bytes"]
+    assert cache_bytes >= 240 << 20  # the whole pass was written, and published
+    assert runs["memory"]["peak_rss_bytes"] - runs["off"]["peak_rss_bytes"] > cache_bytes / 2
+    assert runs["cached"]["peak_rss_bytes"] - runs["off"]["peak_rss_bytes"] < cache_bytes / 4
