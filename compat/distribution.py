@@ -51,7 +51,7 @@ def make_strategy(name: str, num_gpus: int = 0) -> tf.distribute.Strategy | None
     if name == "multi_worker_mirrored":
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "parameter_server":
-        from compat.estimator.run_config import RunConfig  # TF_CONFIG's one reader
+        from compat.estimator.run_config import RunConfig  # parameter_server_strategy reads its cluster and protocol
 
         config = RunConfig()
         # Only the coordinator holds the strategy; the workers and ps tasks serve what it sends them.
