@@ -184,12 +184,12 @@ def checked_strategy(strategy) -> tf.distribute.Strategy | None:
 
 def is_chief_task() -> bool:
     """Whether this process is the TF_CONFIG cluster's chief (or trains alone): the one that writes."""
-    return tf_config.placement(tf_config.read()).is_chief
+    return tf_config.this_process().is_chief
 
 
 def task_name() -> str:
     """This process's TF_CONFIG task, as `worker 1`; `chief` when it trains alone."""
-    place = tf_config.placement(tf_config.read())
+    place = tf_config.this_process()
     return f"{place.task_type} {place.task_id}"
 
 
@@ -198,7 +198,7 @@ def check_cluster(mode: str, strategy: str = "off") -> None:
     `distribution_strategy`) cannot run: any cluster outside `mode=estimator`, ps tasks without
     `distribution_strategy=parameter_server` or that strategy without them, or TF_CONFIG that does not parse."""
     try:
-        cluster = tf_config.placement(tf_config.read()).cluster_spec.as_dict()
+        cluster = tf_config.this_process().cluster_spec.as_dict()
     except ValueError as error:
         raise UnsupportedStrategyError(f"TF_CONFIG: {error}") from error
     if mode == "estimator" and "ps" in cluster and strategy == "parameter_server":

@@ -219,3 +219,8 @@ def placement(tf_config: dict) -> Placement:
     if TaskType.MASTER in cluster_spec.jobs:
         return _led_by_master(cluster_spec, tf_config)
     return _led_by_chief(cluster_spec, tf_config)
+
+
+def this_process() -> Placement:
+    """Where this process stands, from its TF_CONFIG: `placement(read())`."""
+    return placement(read())
