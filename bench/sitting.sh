@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
-# docs/performance.md's figures, in one sitting: every bench the README and that page
-# quote, one after the other, so that their ratios come from the same hour of the same
-# machine (this kind of machine drifts by a third from hour to hour).
+# docs/performance.md's figures in one sitting: the benches that the README and that
+# page quote (all but the kill table's faults.py and startup's --packages row), one
+# after the other, so that their ratios come from the same hour of the same machine
+# (machines of this kind drift by a third from hour to hour).
 #
 #   bash bench/sitting.sh FSDD_RECORDINGS_DIR [OUT_DIR] [TF215_VENV]
 #
-# Run it from the repository root with nothing else running (about 15-30 minutes on
-# 2 cores). Each bench's whole output goes to OUT_DIR/NAME.log (JSON where the bench
-# writes one); its last lines are printed as it ends.
+# Run it with nothing else running (13 minutes on 2 cores in the 2026-12-03 sitting).
+# Without TF215_VENV, the first bench that needs TF 2.15 creates its default
+# environment (a pip install) inside the sitting: create it before, or pass one.
+# Each bench's whole output goes to OUT_DIR/NAME.log (and JSON where the bench writes
+# one); its last lines are printed as it ends.
 set -u
 if [ $# -lt 1 ] || [ ! -d "$1" ]; then
   echo "usage: bash bench/sitting.sh FSDD_RECORDINGS_DIR [OUT_DIR] [TF215_VENV]" >&2
   echo "FSDD_RECORDINGS_DIR must be a folder of FSDD's WAV files (got '${1:-}')" >&2
   exit 2
 fi
-data_dir=$1
+data_dir=$(cd "$1" && pwd)
 out=${2:-${TMPDIR:-/tmp}/bench-sitting}
-python=${PYTHON:-.venv/bin/python}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 venv_flag=()
-if [ $# -ge 3 ]; then venv_flag=(--venv "$3"); fi
-mkdir -p "$out"
+if [ $# -ge 3 ]; then venv_flag=(--venv "$(realpath -m "$3")"); fi
+# The benches are run as bench/NAME.py from the repository root, wherever this is called from.
+cd "$(dirname "$0")/.."
+python=${PYTHON:-.venv/bin/python}
 echo "sitting: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 
 failed=0
