@@ -29,6 +29,7 @@ import contextlib
 import errno
 import fcntl
 import json
+import logging as python_logging
 import os
 import shutil
 import socket
@@ -37,7 +38,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from absl import logging
+# TensorFlow's logger (`tf.get_logger()`), as TF 2.15's Estimator logged (docs/estimator.md), without importing it.
+logging = python_logging.getLogger("tensorflow")
+
 
 _TEMP_PREFIX = ".tmp-"
 _ASIDE_PREFIX = ".tmp-old-"  # a previous version moved aside while its replacement is swapped in

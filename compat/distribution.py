@@ -23,10 +23,11 @@ import os
 from typing import TYPE_CHECKING
 
 import tensorflow as tf
-from absl import logging
 
 from compat import tf_config
 from compat.config import STRATEGIES, DistributionConfig
+
+logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 if TYPE_CHECKING:
     from compat.estimator.run_config import RunConfig

@@ -19,7 +19,8 @@ import json
 import os
 
 import tensorflow as tf
-from absl import logging
+
+logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 GRPC = "grpc://"
 LOCAL_MASTER = ""  # an in-process session: no address to reach

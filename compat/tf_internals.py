@@ -233,9 +233,37 @@ def keras_names_per_graph() -> Iterator[None]:
     saved = global_state.get_global_attribute("object_name_uids")
     global_state.set_global_attribute("object_name_uids", collections.defaultdict(int))
     try:
-        yield
+        with tf.variable_creator_scope(_keras_2_variable_names):
+            yield
     finally:
         global_state.set_global_attribute("object_name_uids", saved)
+
+
+def _keras_2_variable_names(next_creator, **kwargs):
+    """Names a Keras 3 layer's variable in a graph as Keras 2 did: `<scopes>/<layer>/<weight>`.
+
+    Keras 3 enters a layer's name scope once to build it and again for each
+    call; in a graph each entry after the first gets a new suffix, so the
+    second Dense layer's kernel became `dense_1_1/kernel` (its scope `dense_1`
+    having gone to the first layer's call), where Keras 2, which built inside
+    the call, named it `dense_1/kernel`. The graph's scopes outside the Keras
+    layers (a model_fn's own `tf.compat.v1.variable_scope`) are kept.
+    """
+    from keras.src.backend.common import global_state
+
+    keras_scopes = [scope.name for scope in global_state.get_global_attribute("name_scope_stack") or []]
+    name = kwargs.get("name")
+    graph = tf.compat.v1.get_default_graph()
+    if keras_scopes and isinstance(name, str) and name and not name.endswith("/") and not tf.executing_eagerly():
+        graph_scopes = graph.get_name_scope().split("/") if graph.get_name_scope() else []
+        if len(graph_scopes) >= len(keras_scopes):
+            wanted = "/".join([*graph_scopes[: len(graph_scopes) - len(keras_scopes)], *keras_scopes, name])
+            with graph.name_scope(None):  # from the top: `unique_name` prefixes the scope it is called in
+                # A name taken keeps TensorFlow's suffix; one given is marked as taken (a scope entered
+                # by its full name, as here, is not), so that no later variable is given it too.
+                if graph.unique_name(wanted, mark_as_used=False) == wanted:
+                    kwargs["name"] = graph.unique_name(wanted) + "/"
+    return next_creator(**kwargs)
 
 
 def fn_args(fn) -> tuple[str, ...]:

@@ -429,6 +429,10 @@ def test_numpy_and_pandas_input_fns():
     np.testing.assert_array_equal(batches[0][0]["x"].numpy(), X[:4])
     twice = list(estimator.inputs.numpy_input_fn(X[:10], batch_size=5, num_epochs=2, shuffle=True)())
     assert len(twice) == 4 and isinstance(twice[0], tf.Tensor)  # an array in: a tensor out, not a dict
+    with tf.Graph().as_default():  # in a graph, repeated for ever: batches of a known size, as TF 2.15's queue gave
+        features, labels = estimator.inputs.numpy_input_fn({"x": X}, Y, batch_size=4, num_epochs=None,
+                                                           shuffle=False)()
+        assert features["x"].shape.as_list() == [4, 4] and labels.shape.as_list() == [4]
     with pytest.raises(ValueError, match="mismatched"):
         estimator.inputs.numpy_input_fn({"x": X[:5]}, Y[:4], shuffle=False)
     frame = pandas.DataFrame({"a": X[:6, 0], "b": X[:6, 1]})
@@ -513,6 +517,68 @@ def test_a_model_fn_program_resumes_after_kill_9(tmp_path):
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1])["global_step"] == 400
+
+
+_VERBOSE_PROGRAM = """
+import tensorflow as tf
+tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
+def input_fn():
+    read = lambda path: tf.io.decode_csv(tf.strings.strip(tf.io.read_file(path)), [[0.0], [0.0]])
+    rows = tf.data.Dataset.from_tensor_slices(FILES).map(read)
+    return rows.map(lambda x, y: ({"x": tf.reshape(x, [1])}, tf.reshape(y, [1]))).batch(2)
+def model_fn(features, labels, mode):
+    loss = tf.compat.v1.losses.mean_squared_error(labels, tf.compat.v1.layers.dense(features["x"], 1))
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss, tf.compat.v1.train.get_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+est = tf.estimator.Estimator(model_fn, MODEL_DIR)
+est.train(input_fn, steps=2)
+est.evaluate(input_fn)
+"""
+
+
+def test_a_program_that_asks_for_info_logs_sees_each_line_once_as_tf_2_15_printed_it(tmp_path):
+    """TF 2.15's Estimator logged through TensorFlow's logger. absl's, on its first use in a process that has
+    not set it up, gives the root logger a handler: every TensorFlow line after it was printed twice."""
+    files = [str(tmp_path / f"row{x}.csv") for x in range(4)]
+    for x, path in enumerate(files):
+        with open(path, "w") as stream:
+            stream.write(f"{x},{2 * x}\n")
+    program = tmp_path / "program.py"
+    program.write_text(f"FILES, MODEL_DIR = {files!r}, {str(tmp_path / 'run')!r}\n" + _VERBOSE_PROGRAM)
+    command = [sys.executable, "-c", "import compat.estimator, runpy, sys; compat.estimator.install(); "
+               "runpy.run_path(sys.argv[1], run_name='__main__')", str(program)]
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stderr.splitlines()
+    assert sum(line.startswith("INFO:tensorflow:input_fn ") for line in lines) == 2  # the input cache: train, eval
+    saved = [line for line in lines if "Saving dict for global step 2" in line]
+    assert len(saved) == 1 and saved[0].startswith("INFO:tensorflow:")
+    loss = saved[0].split("loss = ")[1]
+    assert len(loss) <= 11  # a float32 as str() shows it, as TF 2.15 printed it, not its float64 digits
+    assert sum("Saving checkpoints for 2 into" in line for line in lines) == 1
+
+
+def test_a_checkpoint_path_that_names_no_checkpoint_is_tf_2_15s_value_error(tmp_path):
+    """A program may catch ValueError here, as TF 2.15 raised it: e.g. for a checkpoint keep_checkpoint_max deleted."""
+    graph_engine = make(tmp_path / "graph", keep_checkpoint_max=1)
+    graph_engine.train(input_fn(), max_steps=20)
+    keras_engine = estimator.model_to_estimator(keras_model=_compiled_keras_model(), model_dir=str(tmp_path / "k"))
+    keras_engine.train(input_fn(), steps=1)
+    for est in (graph_engine, keras_engine):
+        gone = os.path.join(est.model_dir, "model.ckpt-10")
+        with pytest.raises(ValueError, match="The passed save_path is not a valid checkpoint: .*model.ckpt-10"):
+            est.evaluate(input_fn(repeat=False), checkpoint_path=gone)
+        with pytest.raises(ValueError, match="not a valid checkpoint"):
+            next(est.predict(lambda: tf.data.Dataset.from_tensor_slices({"x": X[:2]}).batch(2), checkpoint_path=gone))
+
+
+def _compiled_keras_model():
+    import keras
+
+    inputs = keras.Input((X.shape[1],), name="x")
+    model = keras.Model({"x": inputs}, keras.layers.Dense(3)(inputs))
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
 
 
 def test_a_truncated_latest_checkpoint_is_passed_over_for_the_previous_one(tmp_path, caplog):

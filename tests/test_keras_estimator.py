@@ -14,6 +14,7 @@ import tensorflow as tf
 
 import compat.estimator as estimator
 from compat.estimator import keras_checkpoint
+from compat.estimator.dense_features import DenseFeatures
 from conftest import HELPERS, REPO, start_paused
 
 RNG = np.random.default_rng(0)
@@ -524,6 +525,55 @@ def test_best_exporter_reads_its_event_files_and_exports_first_after_a_restart(t
     run(50)  # a new process: reads evaluations 10-40 from the events (3 comparisons), exports at 40, compares at 50
     assert len(compared) == 4
     assert len(os.listdir(tmp_path / "export" / "best_exporter")) >= len(exports) + 1
+
+
+def test_features_keyed_by_the_input_names_keras_2_gave_train_predict_and_export(tmp_path):
+    """A TF 2.15 input_fn keys features by Keras 2's default input names: `<first layer>_input` for a Sequential
+    model given `input_shape`, `input_1` for an unnamed `Input()`. Keras 3 names both `input_layer...`."""
+    sequential = keras.Sequential([keras.layers.Dense(4, input_shape=(8,), name="hidden"),
+                                   keras.layers.Dense(2, name="out")])
+    inputs = keras.Input((8,))
+    functional = keras.Model(inputs, keras.layers.Dense(2, name="out")(inputs))
+    for model, key in ((sequential, "hidden_input"), (functional, "input_1")):
+        model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        est = estimator.model_to_estimator(keras_model=model, model_dir=str(tmp_path / key))
+        est.train(lambda: tf.data.Dataset.from_tensor_slices(({key: X}, Y)).repeat().batch(32), steps=2)
+        assert est.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({key: X}, Y)).batch(64))["global_step"] == 2
+        predicted = list(est.predict(lambda: tf.data.Dataset.from_tensor_slices({key: X[:4]}).batch(4),
+                                     yield_single_examples=False))[0]["out"]
+        receiver = estimator.export.build_raw_serving_input_receiver_fn({key: tf.TensorSpec([None, 8], tf.float32)})
+        served = tf.saved_model.load(est.export_saved_model(str(tmp_path / key / "export"), receiver).decode())
+        np.testing.assert_allclose(served.signatures["serving_default"](**{key: tf.constant(X[:4])})["out"].numpy(),
+                                   predicted, atol=1e-5)
+        with pytest.raises(KeyError, match="Missed keys"):  # a key Keras 2 would not have given it is named
+            est.train(lambda: tf.data.Dataset.from_tensor_slices(({"pixels": X}, Y)).repeat().batch(32), steps=1)
+
+
+def test_a_model_with_categorical_feature_columns_exports_with_the_parsing_receiver(tmp_path):
+    """The recipe of TF's feature-column tutorials: DenseFeatures over categorical columns (lookup tables, parsed
+    from tf.Examples as SparseTensors) in a Keras model, exported with `make_parse_example_spec`'s receiver."""
+    fc = tf.feature_column
+    columns = [fc.indicator_column(fc.categorical_column_with_vocabulary_list("job", ["eng", "doc", "art"])),
+               fc.indicator_column(fc.categorical_column_with_hash_bucket("city", 5))]
+    inputs = {name: keras.Input((1,), name=name, dtype="string") for name in ("job", "city")}
+    outputs = keras.layers.Dense(1, name="score")(DenseFeatures(columns)(inputs))  # tf.keras.layers.DenseFeatures
+    model = keras.Model(inputs, outputs)
+    model.compile("sgd", "mse")
+    est = estimator.model_to_estimator(keras_model=model, model_dir=str(tmp_path))
+    jobs, cities = np.array([["eng"], ["art"], ["doc"], ["eng"]]), np.array([["a"], ["b"], ["c"], ["d"]])
+    features = {"job": jobs, "city": cities}
+    est.train(lambda: tf.data.Dataset.from_tensor_slices((features, np.ones((4, 1), "float32"))).repeat().batch(2),
+              steps=3)
+    expected = list(est.predict(lambda: tf.data.Dataset.from_tensor_slices(features).batch(4),
+                                yield_single_examples=False))[0]["score"]
+    receiver = estimator.export.build_parsing_serving_input_receiver_fn(fc.make_parse_example_spec(columns))
+    loaded = tf.saved_model.load(est.export_saved_model(str(tmp_path / "export"), receiver).decode())
+    examples = [tf.train.Example(features=tf.train.Features(feature={
+        name: tf.train.Feature(bytes_list=tf.train.BytesList(value=[features[name][i, 0].encode()]))
+        for name in features})).SerializeToString() for i in range(4)]
+    served = loaded.signatures["serving_default"](examples=tf.constant(examples))["score"].numpy()
+    np.testing.assert_allclose(served, expected, atol=1e-5)
+    assert len(set(np.round(served[:, 0], 5))) > 1  # the columns reach the score: not one value for all
 
 
 def test_model_to_estimator_inputs_as_tf_2_15_took_them(tmp_path, installed):

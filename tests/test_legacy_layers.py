@@ -5,6 +5,8 @@ The TF 2.15 numbers here were recorded by running tests/helpers/layers_model_fn_
   tests/data/tf215_layers_model_fn/   `program DIR 20` (the checkpoint files) and `program DIR 0 --predict-only`
                                       (expected.json)
   tests/data/tf215_layers_oracle.json `program DIR 30` from scratch, and `program COPY 30` on a copy of that folder
+  tests/data/tf215_keras_layers_model_fn/  tests/helpers/keras_layers_model_fn_program.py `DIR 20` (the checkpoint
+                                      files; expected.json: its output line)
 """
 
 import json
@@ -71,6 +73,27 @@ def test_a_tf_2_15_model_folder_of_it_restores_predicts_and_trains_on(tmp_path):
     expected = json.load(open(folder / "expected.json"))
     assert_same_numbers(run_program(folder, 0, "--predict-only"), expected, RESTORED)
     assert_same_numbers(run_program(folder, 30), ORACLE["train_on_20_to_30"], TRAINED)
+
+
+def test_a_tf_2_15_folder_of_a_model_fn_with_keras_dense_and_dropout_restores_and_trains_on(tmp_path):
+    """Keras 3 names a second Dense layer's variables as Keras 2 did (`dense_1/kernel`, not `dense_1_1/kernel`),
+    and keeps Dropout's seed generator state, which Keras 2 did not have, out of the checkpoint."""
+    folder = tmp_path / "run"
+    shutil.copytree(os.path.join(DATA, "tf215_keras_layers_model_fn"), folder)
+    expected = json.load(open(folder / "expected.json"))
+    prelude = ("import compat.estimator, runpy, sys; compat.estimator.install(); "
+               "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+    result = subprocess.run([sys.executable, "-c", prelude, os.path.join(HELPERS, "keras_layers_model_fn_program.py"),
+                             str(folder), "20", "23"], capture_output=True, text=True, timeout=600, cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": REPO})
+    assert result.returncode == 0, result.stderr[-3000:]
+    restored, trained_on = (json.loads(line) for line in result.stdout.strip().splitlines()[-2:])
+    assert restored["global_step"] == 20
+    assert restored["loss"] == pytest.approx(expected["loss"], rel=1e-5)
+    np.testing.assert_allclose(restored["predictions"], expected["predictions"], atol=1e-5)
+    assert trained_on["global_step"] == 23 and trained_on["loss"] != restored["loss"]
+    assert trained_on["variables"] == expected["variables"]  # TF 2.15's names, and no more
+    assert "dense_1/kernel" in expected["variables"]
 
 
 def test_tf_compat_v1_layers_are_tf_kerass_until_uninstall():

@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from compat.estimator import input_cache
 from compat.estimator.run_config import RunConfig
+
+logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 _v1 = tf.compat.v1
 
@@ -44,7 +45,7 @@ def config_with_model_dir(config: RunConfig | None, model_dir: Any) -> RunConfig
     """
     if config is None:
         config = RunConfig()
-        tf.compat.v1.logging.info("Using default config.")
+        logging.info("Using default config.")
     if not isinstance(config, RunConfig):
         raise ValueError(f"config must be an instance of `RunConfig`, but provided {config}.")
     if config.session_config is None:
@@ -59,7 +60,7 @@ def config_with_model_dir(config: RunConfig | None, model_dir: Any) -> RunConfig
         return config.replace(model_dir=model_dir)
     if config.model_dir is None:
         model_dir = tempfile.mkdtemp()
-        tf.compat.v1.logging.warn("Using temporary folder as model directory: %s", model_dir)
+        logging.warning("Using temporary folder as model directory: %s", model_dir)
         return config.replace(model_dir=model_dir)
     return config
 
@@ -72,6 +73,13 @@ def check_train_steps(steps: int | None, max_steps: int | None) -> None:
         raise ValueError(f"Must specify steps > 0, given: {steps}")
     if max_steps is not None and max_steps <= 0:
         raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
+
+
+def check_checkpoint_exists(checkpoint_path: str) -> None:
+    """TF 2.15's ValueError for a `checkpoint_path=` that names no checkpoint (a typo, or one that
+    `keep_checkpoint_max` has deleted), before anything is built or read."""
+    if not (tf.io.gfile.exists(checkpoint_path + ".index") or tf.io.gfile.exists(checkpoint_path)):
+        raise ValueError(f"The passed save_path is not a valid checkpoint: {checkpoint_path}")
 
 
 def timestamped_dir(base: str) -> str:
@@ -95,8 +103,8 @@ def write_dict_to_summary(output_dir: str, results: dict, global_step: int) -> N
     """
     from google.protobuf import message
 
-    shown = ", ".join(f"{key} = {value}" for key, value in sorted(results.items()) if not isinstance(value, bytes))
-    tf.compat.v1.logging.info("Saving dict for global step %d: %s", global_step, shown)
+    shown = ", ".join(f"{key} = {value!s}" for key, value in sorted(results.items()) if not isinstance(value, bytes))
+    logging.info("Saving dict for global step %d: %s", global_step, shown)
     summary = _v1.Summary()
     for key, value in results.items():
         if value is None or key == "global_step":
@@ -109,7 +117,7 @@ def write_dict_to_summary(output_dir: str, results: dict, global_step: int) -> N
             try:
                 parsed = _v1.Summary.FromString(value)
             except message.DecodeError:
-                tf.compat.v1.logging.warn("Skipping summary for %s, cannot parse string to Summary.", key)
+                logging.warning("Skipping summary for %s, cannot parse string to Summary.", key)
                 continue
             for index, item in enumerate(parsed.value):
                 item.tag = f"{key}/{index}"
@@ -118,7 +126,7 @@ def write_dict_to_summary(output_dir: str, results: dict, global_step: int) -> N
             item = summary.value.add(tag=key, node_name=key)
             item.tensor.CopyFrom(tf.make_tensor_proto(value))
         else:
-            tf.compat.v1.logging.warn(
+            logging.warning(
                 "Skipping summary for %s, must be a float, np.float32, np.int64, np.int32 or int or "
                 "np.ndarray or a serialized string of Summary.",
                 key,
@@ -130,7 +138,7 @@ def write_dict_to_summary(output_dir: str, results: dict, global_step: int) -> N
 
 def write_checkpoint_path_to_summary(output_dir: str, checkpoint_path: str, global_step: int) -> None:
     """The evaluated checkpoint's path as a string tensor summary `checkpoint_path` (BestExporter reads it)."""
-    tf.compat.v1.logging.info("Saving 'checkpoint_path' summary for global step %d: %s", global_step, checkpoint_path)
+    logging.info("Saving 'checkpoint_path' summary for global step %d: %s", global_step, checkpoint_path)
     summary = _v1.Summary()
     summary.value.add(tag="checkpoint_path", tensor=tf.make_tensor_proto(checkpoint_path, dtype=tf.string))
     writer = _summary_writer(output_dir)
@@ -194,7 +202,7 @@ class EstimatorBase(abc.ABC):
         self._params = copy.deepcopy(params or {})
         settings = input_cache.settings_from(getattr(self._config, "input_cache", None))
         self._input_cache = input_cache.for_settings(settings)
-        tf.compat.v1.logging.info("Using config: %s", str(vars(self._config)))
+        logging.info("Using config: %s", str(vars(self._config)))
 
     @property
     def model_dir(self) -> str:

@@ -111,6 +111,12 @@ class DenseFeatures(keras.layers.Layer):
             outputs.append(dense)
         return tf.concat(outputs, axis=1)
 
+    @property
+    def lookup_resources(self) -> list:
+        """The lookup tables the columns made (vocabulary, hashing): a SavedModel of a function that calls
+        this layer must track them, as Keras 2's layer did, or saving it fails on an untracked resource."""
+        return list(self._state_manager._resources.values())
+
     def compute_output_shape(self, input_shape):
         batch = next(iter(input_shape.values()))[0] if isinstance(input_shape, dict) and input_shape else None
         return (batch, sum(column.variable_shape.num_elements() for column in self._feature_columns))

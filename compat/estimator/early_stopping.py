@@ -20,7 +20,8 @@ import os
 from collections.abc import Callable
 
 import tensorflow as tf
-from absl import logging
+
+logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 
 def read_eval_metrics(eval_dir: str) -> collections.OrderedDict[int, dict]:

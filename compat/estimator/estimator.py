@@ -29,17 +29,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import tensorflow as tf
-from absl import logging
 
 from compat import atomic, tf_internals
 from compat.checkpoints import newest_readable_in
 from compat.estimator import warm_starting
 from compat.estimator.base import (
     EstimatorBase,
+    check_checkpoint_exists,
     check_train_steps,
     extract_keys,
     per_example,
@@ -51,6 +52,8 @@ from compat.estimator.export import export as export_lib
 from compat.estimator.input_fns import input_fn_kwargs, input_fn_name, parse_input_fn_result
 from compat.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
 from compat.estimator.run_config import RunConfig, TaskType
+
+logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 _v1 = tf.compat.v1
 _VALID_MODEL_FN_ARGS = {"features", "labels", "mode", "params", "self", "config"}
@@ -80,7 +83,7 @@ def verify_model_fn_args(model_fn: Callable, params: dict | None) -> None:
             f"model_fn ({model_fn}) does not include params argument, but params ({params}) is passed to Estimator."
         )
     if params is None and "params" in args:
-        tf.compat.v1.logging.warn(
+        logging.warning(
             "Estimator's model_fn (%s) includes params argument, but params are not passed to Estimator.", model_fn
         )
     unexpected = sorted(args - _VALID_MODEL_FN_ARGS)
@@ -179,10 +182,28 @@ def _check_listeners(listeners: Iterable | None) -> list:
     return listeners
 
 
+# The variable a Keras 3 layer that draws random numbers (Dropout, GaussianNoise, ...) keeps its seed
+# generator's state in. Keras 2's layers in TF 2.15 drew from stateful random ops and had none.
+_KERAS_SEED_STATE = re.compile(r"(^|/)seed_generator_state(_\d+)?$")
+
+
+def _keep_seed_states_out_of_checkpoints(graph: tf.Graph) -> None:
+    """Makes Keras 3's seed generator states local variables, as TF's metric variables are: set up anew by
+    each session, never saved or restored. So the checkpoints hold the variables TF 2.15's held, and a
+    model folder TF 2.15 wrote with a Keras Dropout in the model_fn restores here; as on TF 2.15, random
+    draws start afresh in each session."""
+    global_variables = graph.get_collection_ref(_v1.GraphKeys.GLOBAL_VARIABLES)
+    seed_states = [v for v in global_variables if _KERAS_SEED_STATE.search(v.op.name)]
+    for variable in seed_states:
+        global_variables.remove(variable)
+        graph.add_to_collection(_v1.GraphKeys.LOCAL_VARIABLES, variable)
+
+
 def check_restorable(checkpoint_path: str | None) -> None:
     """A clear error, before any session, when the checkpoint lacks variables the default graph has."""
     if checkpoint_path is None:
         return
+    check_checkpoint_exists(checkpoint_path)
     stored = {name for name, _ in tf.train.list_variables(checkpoint_path)}
     needed = {variable.op.name for variable in _v1.global_variables() if not tf_internals.is_partition(variable)}
     missing = sorted(needed - stored)
@@ -297,10 +318,10 @@ class Estimator(EstimatorBase):
                 kwargs[name] = value
         graph = _v1.get_default_graph()
         first_op = len(graph.get_operations())
-        tf.compat.v1.logging.info("Calling model_fn.")
+        logging.info("Calling model_fn.")
         with tf_internals.keras_training_default(mode == ModeKeys.TRAIN):
             spec = self._model_fn(features=features, **kwargs)
-        tf.compat.v1.logging.info("Done calling model_fn.")
+        logging.info("Done calling model_fn.")
         if not isinstance(spec, EstimatorSpec):
             raise ValueError(
                 f"model_fn should return an EstimatorSpec. It returned {type(spec).__name__} in {mode} mode"
@@ -309,6 +330,7 @@ class Estimator(EstimatorBase):
             updates = _state_updates_nothing_runs(graph, first_op, spec)
             if updates:
                 spec = spec._replace(train_op=tf.group(spec.train_op, *updates))
+        _keep_seed_states_out_of_checkpoints(graph)
         return spec
 
     def _features_and_labels(self, input_fn: Callable, mode: str) -> tuple[Any, Any, list]:
@@ -331,7 +353,7 @@ class Estimator(EstimatorBase):
 
     def _maybe_warm_start(self, checkpoint_path: str | None) -> None:
         if not checkpoint_path and self._warm_start_settings:
-            tf.compat.v1.logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
+            logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
             warm_starting.warm_start(self._warm_start_settings)
 
     # -- train ------------------------------------------------------------------
@@ -353,7 +375,7 @@ class Estimator(EstimatorBase):
         check_train_steps(steps, max_steps)
         self._check_strategy(self._train_distribution)
         if max_steps is not None and max_steps <= self._checkpoint_step():
-            tf.compat.v1.logging.info("Skipping training since max_steps has already saved.")
+            logging.info("Skipping training since max_steps has already saved.")
             return self
         hooks = check_hooks(hooks)
         if steps is not None or max_steps is not None:
@@ -362,7 +384,7 @@ class Estimator(EstimatorBase):
             loss = self._train_model(input_fn, hooks, _check_listeners(saving_listeners))
         finally:
             self._input_cache.publish()
-        tf.compat.v1.logging.info("Loss for final step: %s.", loss)
+        logging.info("Loss for final step: %s.", loss)
         return self
 
     @staticmethod
@@ -399,7 +421,7 @@ class Estimator(EstimatorBase):
     ) -> Any:
         config = self._config
         if self._warm_start_settings and not self.latest_checkpoint():
-            tf.compat.v1.logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
+            logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
             warm_starting.warm_start(self._warm_start_settings)
         if not any(summary.op.name == "loss" for summary in _v1.get_collection(_v1.GraphKeys.SUMMARIES)):
             _v1.summary.scalar("loss", spec.loss)
@@ -466,7 +488,7 @@ class Estimator(EstimatorBase):
                 steps += 1
                 _, loss = session.run([spec.train_op, spec.loss])
         if steps == 0:
-            tf.compat.v1.logging.warn("Training with estimator made no steps. Perhaps input is empty or misspecified.")
+            logging.warning("Training with estimator made no steps. Perhaps input is empty or misspecified.")
         return loss
 
     def _checkpoint_hooks(self, spec: EstimatorSpec, worker_hooks: list, listeners: list) -> list:
@@ -513,7 +535,7 @@ class Estimator(EstimatorBase):
         if not checkpoint_path:
             checkpoint_path = self.latest_checkpoint()
             if not checkpoint_path:
-                tf.compat.v1.logging.info(
+                logging.info(
                     f"Could not find trained model in model_dir: {self._model_dir}, running initialization to evaluate."
                 )
         with self._new_graph():
@@ -586,13 +608,13 @@ class Estimator(EstimatorBase):
         hooks = check_hooks(hooks)
         checkpoint_path = checkpoint_path or self.latest_checkpoint()
         if not checkpoint_path:
-            tf.compat.v1.logging.info(
+            logging.info(
                 f"Could not find trained model in model_dir: {self._model_dir}, running initialization to predict."
             )
         with self._new_graph():
             features, _, input_hooks = self._features_and_labels(input_fn, ModeKeys.PREDICT)
             if not _uses_dataset_or_queue(features):
-                tf.compat.v1.logging.warning(
+                logging.warning(
                     "Input graph does not use tf.data.Dataset or contain a QueueRunner. That means "
                     "predict yields forever. This is probably a mistake."
                 )
@@ -720,7 +742,7 @@ class Estimator(EstimatorBase):
             export_lib.write_assets_extra(folder, assets_extra)
 
         atomic.publish_folder(export_dir, build)
-        tf.compat.v1.logging.info("SavedModel written to: %s", export_dir)
+        logging.info("SavedModel written to: %s", export_dir)
         return export_dir.encode()
 
     def _add_meta_graph_for_mode(

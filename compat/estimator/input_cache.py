@@ -44,11 +44,12 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
 from tensorflow.core.framework import function_pb2, graph_pb2, node_def_pb2
 from tensorflow.python.framework import op_def_registry
 
 from compat import atomic, tf_internals
+
+logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 ENVIRONMENT_VARIABLE = "COMPAT_INPUT_CACHE"
 _OFF = {"0", "off", "false", "no"}

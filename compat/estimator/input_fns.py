@@ -18,9 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
-from absl import logging
 
 from compat import tf_internals
+
+logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 # One warning per input_fn (by module and qualified name), not one per process: a
 # second legacy input_fn in the same program deserves its own line in the log.

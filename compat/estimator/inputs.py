@@ -61,7 +61,10 @@ def numpy_input_fn(
             dataset = tf.data.Dataset.from_tensor_slices((x_part, y_part))
         if shuffle:
             dataset = dataset.shuffle(queue_capacity)
-        dataset = dataset.repeat(num_epochs).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+        # Repeated for ever, every batch is whole: dropping the (never met) remainder gives the batch
+        # dimension its static size, as TF 2.15's `dequeue_many` did.
+        dataset = dataset.repeat(num_epochs).batch(batch_size, drop_remainder=num_epochs is None)
+        dataset = dataset.prefetch(tf.data.AUTOTUNE)
         if tf.executing_eagerly():
             return dataset
         # Called while a graph is built, TF 2.15's input_fn gave tensors (dequeued batches): so does this one.

@@ -41,8 +41,9 @@ def _receiver_as_function(serving_input_receiver_fn: Callable) -> tuple[Any, lis
     features = receiver.features
     if isinstance(receiver, export_lib.TensorServingInputReceiver):
         features = {"feature": features}
-    fetches = {key: wrapped.graph.get_tensor_by_name(tensor.name) for key, tensor in features.items()}
-    pruned = wrapped.prune(feeds=feeds, fetches=fetches)
+    # The features were made in the wrapped graph: tensors, or SparseTensors from a parsing receiver's
+    # VarLenFeatures (every categorical column's), which `prune` takes as they are.
+    pruned = wrapped.prune(feeds=feeds, fetches=dict(features))
     specs = [
         tf.TensorSpec(receiver.receiver_tensors[name].shape, receiver.receiver_tensors[name].dtype, name=name)
         for name in names
@@ -85,4 +86,15 @@ def save_with_receiver(
     module.variables_of_model = [
         variable.value if hasattr(variable, "value") else variable for variable in model.variables
     ]
+    module.resources_of_model = [resource for layer in _layers(model) for resource in _lookup_resources(layer)]
     tf.saved_model.save(module, folder, signatures=signatures)
+
+
+def _layers(layer: keras.layers.Layer) -> list[keras.layers.Layer]:
+    """`layer` and every layer inside it."""
+    inner = getattr(layer, "layers", None) or []
+    return [layer, *(nested for child in inner for nested in _layers(child))]
+
+
+def _lookup_resources(layer: keras.layers.Layer) -> list:
+    return list(getattr(layer, "lookup_resources", None) or [])

@@ -18,7 +18,9 @@ import types
 from typing import Any
 
 import keras
-from absl import logging
+import tensorflow as tf
+
+logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 _NAMES = ("Adadelta", "Adagrad", "Adam", "Adamax", "Ftrl", "Nadam", "RMSprop", "SGD")
 _warned = False

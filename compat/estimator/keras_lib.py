@@ -23,6 +23,7 @@ import copy as copy_lib
 import dataclasses
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -30,7 +31,6 @@ from typing import Any
 import keras
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from compat import atomic, distribution, summaries
 from compat.checkpoints import restore_newest_readable
@@ -38,6 +38,7 @@ from compat.divergence import TrainingDiverged, is_finite
 from compat.estimator import keras_checkpoint, keras_export, keras_legacy
 from compat.estimator.base import (
     EstimatorBase,
+    check_checkpoint_exists,
     check_train_steps,
     extract_keys,
     per_example,
@@ -57,6 +58,8 @@ from compat.estimator.input_fns import (
 from compat.estimator.model_fn import ModeKeys
 from compat.estimator.run_config import RunConfig, TaskType
 from compat.estimator.session_hooks import HookRunner
+
+logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 _MAX_STEPS_PER_CALL = 1000  # bounds the time between two looks at a stop request
 _STEPS_PER_CALL_WITH_TIMED_SAVES = 100
@@ -83,6 +86,38 @@ def _check_covers(tensors: dict, names: list[str], what: str, kind: str) -> None
             f"\n\tExpected keys: {set(names)}\n\t{what} keys: {set(tensors)}\n\tMissed keys: {missing}"
             f"\n\tName the input_fn's {what} keys after the model's {kind} layers."
         )
+
+
+_KERAS_3_INPUT_NAME = re.compile(r"input_layer(?:_(\d+))?")
+_KERAS_2_INPUT_NAME = re.compile(r"input_\d+")
+
+
+def _keras_2_input_names(model: keras.Model, name: str) -> list[str]:
+    """The names Keras 2 gave the input Keras 3 named `name`, when Keras named it: a TF 2.15 input_fn keys
+    its features by them. A functional model's `Input()` was `input_1`, `input_2`, ... (Keras 3:
+    `input_layer`, `input_layer_1`, ...); a Sequential model's input made from its first layer's
+    `input_shape` was `<first layer>_input`. Both counted per process, so the number is a guess."""
+    match = _KERAS_3_INPUT_NAME.fullmatch(name)
+    if match is None:
+        return []
+    names = [f"input_{int(match.group(1) or 0) + 1}"]
+    if isinstance(model, keras.Sequential) and model.layers:
+        names.insert(0, f"{model.layers[0].name}_input")
+    return names
+
+
+def _feature_key(model: keras.Model, name: str, features: dict) -> str:
+    """The key of `features` that feeds the model's input `name`: the name, else its Keras 2 name; for a model
+    of one unnamed input, any one key Keras 2 could have named it (its number depended on the process)."""
+    if name in features:
+        return name
+    for old_name in _keras_2_input_names(model, name):
+        if old_name in features:
+            return old_name
+    guesses = [key for key in features if _KERAS_2_INPUT_NAME.fullmatch(str(key))]
+    if len(model.inputs) == 1 and _keras_2_input_names(model, name) and len(guesses) == 1:
+        return guesses[0]
+    return name
 
 
 def _input_structure(model: keras.Model) -> Any:
@@ -251,10 +286,11 @@ class KerasEstimator(EstimatorBase):
         if not isinstance(features, dict):
             return features
         names = [tensor.name for tensor in self._model.inputs]
-        _check_covers(features, names, "features", "input")
+        keys = [_feature_key(self._model, name, features) for name in names]
+        _check_covers(features, keys, "features", "input")
         if len(names) == 1 and not isinstance(_input_structure(self._model), dict):
-            return features[names[0]]  # the model takes one tensor, not a dict
-        return {name: features[name] for name in names}
+            return features[keys[0]]  # the model takes one tensor, not a dict
+        return {name: features[key] for name, key in zip(names, keys)}
 
     def model_targets(self, labels: Any) -> Any:
         """Labels as Keras takes them: a dict keyed by output name becomes the outputs' list, in order."""
@@ -576,6 +612,8 @@ class KerasEstimator(EstimatorBase):
         callbacks, session_hooks = split_hooks(hooks)
         if steps is not None and steps <= 0:
             raise ValueError(f"Must specify steps > 0, given: {steps}")
+        if checkpoint_path:
+            check_checkpoint_exists(checkpoint_path)
         checkpoint_path = checkpoint_path or self.latest_checkpoint()
         if checkpoint_path is None:
             logging.info(
@@ -698,6 +736,8 @@ class KerasEstimator(EstimatorBase):
                 "SessionRunHooks are not run by a model_to_estimator Estimator's predict(); use a Keras "
                 "callback (on_predict_batch_end) instead"
             )
+        if checkpoint_path:
+            check_checkpoint_exists(checkpoint_path)
         self._restore(checkpoint_path)
         names = self.output_names
         kept = list(extract_keys(dict.fromkeys(names), predict_keys))  # refuses keys that name no output

@@ -27,7 +27,8 @@ import time
 from collections.abc import Callable, Sequence
 
 import tensorflow as tf
-from absl import logging
+
+logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 PROBE_SECS = 5.0
 
@@ -115,7 +116,6 @@ class ParameterServerWatch(tf.compat.v1.train.SessionRunHook):
                 return  # training ended while this probe ran
             if waited >= self._give_up_secs:
                 logging.error("%s", self._message(lost, waited, ending=True))
-                logging.flush()
                 sys.stderr.flush()
                 self._end_process(1)
                 return

@@ -39,10 +39,11 @@ from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
-from absl import logging
 
 from compat import tf_config as cluster
 from compat.tf_config import TaskType
+
+logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 _DEFAULT_SAVE_SECS = 600
 _UNSET = object()  # tells "not given" from an explicit None, which turns checkpoints off

@@ -31,13 +31,14 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
-from absl import logging
 
 from compat.estimator.base import EstimatorBase
 from compat.estimator.estimator import Estimator
 from compat.estimator.exporter import Exporter
 from compat.estimator.ps_watch import ParameterServerWatch, reachable
 from compat.estimator.run_config import TaskType
+
+logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 if TYPE_CHECKING:  # keras_lib imports this module's callers; this module imports it only where it runs
     from compat.estimator.keras_lib import KerasEstimator

@@ -12,13 +12,12 @@ import sys
 import time
 
 import tensorflow as tf
-from absl import logging
 
 from compat.estimator import input_cache
 
 data_dir, folder = sys.argv[1], sys.argv[2]
 pause = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
-logging.set_verbosity(logging.INFO)
+tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)  # as a legacy program asks for its log
 paths = sorted(glob.glob(os.path.join(data_dir, "*", "*.wav")))
 
 
