@@ -34,8 +34,9 @@ class Entry:
 
 
 _KERAS_ENGINE = (
-    "trains the Keras 3 model eagerly (many steps per call); object-based checkpoints keyed as TF 2.15's, "
-    "no .meta or graph.pbtxt; SessionRunHooks that need a Session are refused with their replacement"
+    "trains the Keras 3 model eagerly (many steps per call); object-based checkpoints, the layers' weights "
+    "keyed as TF 2.15's (its folders restore), the global step and optimizer as Keras 3's; no .meta or "
+    "graph.pbtxt; SessionRunHooks that need a Session are refused with their replacement"
 )
 _V1_CANNED = "the TF 1.x class: tf.compat.v1.train optimizers, SUM loss reduction, TF 1.x variable and slot names"
 
