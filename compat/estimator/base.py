@@ -25,7 +25,7 @@ import tensorflow as tf
 from compat.estimator import input_cache
 from compat.estimator.run_config import RunConfig
 
-logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
+logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
 
 _v1 = tf.compat.v1
 

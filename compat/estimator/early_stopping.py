@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
+logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
 
 
 def read_eval_metrics(eval_dir: str) -> collections.OrderedDict[int, dict]:

@@ -53,7 +53,7 @@ from compat.estimator.input_fns import input_fn_kwargs, input_fn_name, parse_inp
 from compat.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
 from compat.estimator.run_config import RunConfig, TaskType
 
-logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
+logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
 
 _v1 = tf.compat.v1
 _VALID_MODEL_FN_ARGS = {"features", "labels", "mode", "params", "self", "config"}

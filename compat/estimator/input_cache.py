@@ -49,7 +49,7 @@ from tensorflow.python.framework import op_def_registry
 
 from compat import atomic, tf_internals
 
-logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
+logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
 
 ENVIRONMENT_VARIABLE = "COMPAT_INPUT_CACHE"
 _OFF = {"0", "off", "false", "no"}

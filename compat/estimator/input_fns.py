@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from compat import tf_internals
 
-logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
+logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
 
 # One warning per input_fn (by module and qualified name), not one per process: a
 # second legacy input_fn in the same program deserves its own line in the log.

@@ -59,7 +59,7 @@ from compat.estimator.model_fn import ModeKeys
 from compat.estimator.run_config import RunConfig, TaskType
 from compat.estimator.session_hooks import HookRunner
 
-logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
+logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
 
 _MAX_STEPS_PER_CALL = 1000  # bounds the time between two looks at a stop request
 _STEPS_PER_CALL_WITH_TIMED_SAVES = 100

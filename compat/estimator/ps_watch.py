@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
+logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
 
 PROBE_SECS = 5.0
 

@@ -43,7 +43,7 @@ import tensorflow as tf
 from compat import tf_config as cluster
 from compat.tf_config import TaskType
 
-logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
+logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
 
 _DEFAULT_SAVE_SECS = 600
 _UNSET = object()  # tells "not given" from an explicit None, which turns checkpoints off

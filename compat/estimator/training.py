@@ -38,7 +38,7 @@ from compat.estimator.exporter import Exporter
 from compat.estimator.ps_watch import ParameterServerWatch, reachable
 from compat.estimator.run_config import TaskType
 
-logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
+logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
 
 if TYPE_CHECKING:  # keras_lib imports this module's callers; this module imports it only where it runs
     from compat.estimator.keras_lib import KerasEstimator
