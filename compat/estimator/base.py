@@ -25,8 +25,6 @@ import tensorflow as tf
 from compat.estimator import input_cache
 from compat.estimator.run_config import RunConfig
 
-logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
-
 _v1 = tf.compat.v1
 
 
@@ -45,7 +43,7 @@ def config_with_model_dir(config: RunConfig | None, model_dir: Any) -> RunConfig
     """
     if config is None:
         config = RunConfig()
-        logging.info("Using default config.")
+        tf.compat.v1.logging.info("Using default config.")
     if not isinstance(config, RunConfig):
         raise ValueError(f"config must be an instance of `RunConfig`, but provided {config}.")
     if config.session_config is None:
@@ -60,7 +58,7 @@ def config_with_model_dir(config: RunConfig | None, model_dir: Any) -> RunConfig
         return config.replace(model_dir=model_dir)
     if config.model_dir is None:
         model_dir = tempfile.mkdtemp()
-        logging.warning("Using temporary folder as model directory: %s", model_dir)
+        tf.compat.v1.logging.warning("Using temporary folder as model directory: %s", model_dir)
         return config.replace(model_dir=model_dir)
     return config
 
@@ -88,7 +86,7 @@ def timestamped_dir(base: str) -> str:
         path = os.path.join(base, str(int(time.time())))
         if not tf.io.gfile.exists(path):  # tf.io.gfile: model folders may be on gs://, ram://, ...
             return path
-        logging.warning("Directory %s already exists; retrying (attempt %d/10)", path, attempt + 1)
+        tf.compat.v1.logging.warning("Directory %s already exists; retrying (attempt %d/10)", path, attempt + 1)
         time.sleep(1)
     raise RuntimeError(f"Failed to obtain a unique export directory name under {base} after 10 attempts.")
 
@@ -104,7 +102,7 @@ def write_dict_to_summary(output_dir: str, results: dict, global_step: int) -> N
     from google.protobuf import message
 
     shown = ", ".join(f"{key} = {value!s}" for key, value in sorted(results.items()) if not isinstance(value, bytes))
-    logging.info("Saving dict for global step %d: %s", global_step, shown)
+    tf.compat.v1.logging.info("Saving dict for global step %d: %s", global_step, shown)
     summary = _v1.Summary()
     for key, value in results.items():
         if value is None or key == "global_step":
@@ -117,7 +115,7 @@ def write_dict_to_summary(output_dir: str, results: dict, global_step: int) -> N
             try:
                 parsed = _v1.Summary.FromString(value)
             except message.DecodeError:
-                logging.warning("Skipping summary for %s, cannot parse string to Summary.", key)
+                tf.compat.v1.logging.warning("Skipping summary for %s, cannot parse string to Summary.", key)
                 continue
             for index, item in enumerate(parsed.value):
                 item.tag = f"{key}/{index}"
@@ -126,7 +124,7 @@ def write_dict_to_summary(output_dir: str, results: dict, global_step: int) -> N
             item = summary.value.add(tag=key, node_name=key)
             item.tensor.CopyFrom(tf.make_tensor_proto(value))
         else:
-            logging.warning(
+            tf.compat.v1.logging.warning(
                 "Skipping summary for %s, must be a float, np.float32, np.int64, np.int32 or int or "
                 "np.ndarray or a serialized string of Summary.",
                 key,
@@ -138,7 +136,7 @@ def write_dict_to_summary(output_dir: str, results: dict, global_step: int) -> N
 
 def write_checkpoint_path_to_summary(output_dir: str, checkpoint_path: str, global_step: int) -> None:
     """The evaluated checkpoint's path as a string tensor summary `checkpoint_path` (BestExporter reads it)."""
-    logging.info("Saving 'checkpoint_path' summary for global step %d: %s", global_step, checkpoint_path)
+    tf.compat.v1.logging.info("Saving 'checkpoint_path' summary for global step %d: %s", global_step, checkpoint_path)
     summary = _v1.Summary()
     summary.value.add(tag="checkpoint_path", tensor=tf.make_tensor_proto(checkpoint_path, dtype=tf.string))
     writer = _summary_writer(output_dir)
@@ -202,7 +200,7 @@ class EstimatorBase(abc.ABC):
         self._params = copy.deepcopy(params or {})
         settings = input_cache.settings_from(getattr(self._config, "input_cache", None))
         self._input_cache = input_cache.for_settings(settings)
-        logging.info("Using config: %s", str(vars(self._config)))
+        tf.compat.v1.logging.info("Using config: %s", str(vars(self._config)))
 
     @property
     def model_dir(self) -> str:

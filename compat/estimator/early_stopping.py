@@ -21,8 +21,6 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
-
 
 def read_eval_metrics(eval_dir: str) -> collections.OrderedDict[int, dict]:
     """`{global_step: {metric: value}}` from the event files in `eval_dir`, in step order."""
@@ -75,7 +73,7 @@ class _StopOnPredicateHook(tf.compat.v1.train.SessionRunHook):
         if self._timer.should_trigger_for_step(global_step):
             self._timer.update_last_triggered_step(global_step)
             if self._should_stop_fn():
-                logging.info("Requesting early stopping at global step %d", global_step)
+                tf.compat.v1.logging.info("Requesting early stopping at global step %d", global_step)
                 run_context.request_stop()
 
 
@@ -112,7 +110,7 @@ def _threshold_hook(
                 continue
             value = metrics[metric_name]
             if is_past(value, threshold):
-                logging.info(
+                tf.compat.v1.logging.info(
                     'At step %s, metric "%s" has value %s which is %s the configured threshold (%s) '
                     "for early stopping.",
                     step,
@@ -149,7 +147,7 @@ def _no_improvement_hook(
             if best is None or is_better(value, best):
                 best, best_step = value, step
             if step - best_step >= max_steps:
-                logging.info(
+                tf.compat.v1.logging.info(
                     'No %s in metric "%s" for %s steps, which is greater than or equal to max steps (%s) '
                     "configured for early stopping.",
                     word,

@@ -53,8 +53,6 @@ from compat.estimator.input_fns import input_fn_kwargs, input_fn_name, parse_inp
 from compat.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
 from compat.estimator.run_config import RunConfig, TaskType
 
-logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
-
 _v1 = tf.compat.v1
 _VALID_MODEL_FN_ARGS = {"features", "labels", "mode", "params", "self", "config"}
 # What a subclass of Estimator may define itself (TF 2.15's list); anything else it inherits as it is.
@@ -83,7 +81,7 @@ def verify_model_fn_args(model_fn: Callable, params: dict | None) -> None:
             f"model_fn ({model_fn}) does not include params argument, but params ({params}) is passed to Estimator."
         )
     if params is None and "params" in args:
-        logging.warning(
+        tf.compat.v1.logging.warning(
             "Estimator's model_fn (%s) includes params argument, but params are not passed to Estimator.", model_fn
         )
     unexpected = sorted(args - _VALID_MODEL_FN_ARGS)
@@ -318,10 +316,10 @@ class Estimator(EstimatorBase):
                 kwargs[name] = value
         graph = _v1.get_default_graph()
         first_op = len(graph.get_operations())
-        logging.info("Calling model_fn.")
+        tf.compat.v1.logging.info("Calling model_fn.")
         with tf_internals.keras_training_default(mode == ModeKeys.TRAIN):
             spec = self._model_fn(features=features, **kwargs)
-        logging.info("Done calling model_fn.")
+        tf.compat.v1.logging.info("Done calling model_fn.")
         if not isinstance(spec, EstimatorSpec):
             raise ValueError(
                 f"model_fn should return an EstimatorSpec. It returned {type(spec).__name__} in {mode} mode"
@@ -353,7 +351,7 @@ class Estimator(EstimatorBase):
 
     def _maybe_warm_start(self, checkpoint_path: str | None) -> None:
         if not checkpoint_path and self._warm_start_settings:
-            logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
+            tf.compat.v1.logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
             warm_starting.warm_start(self._warm_start_settings)
 
     # -- train ------------------------------------------------------------------
@@ -375,7 +373,7 @@ class Estimator(EstimatorBase):
         check_train_steps(steps, max_steps)
         self._check_strategy(self._train_distribution)
         if max_steps is not None and max_steps <= self._checkpoint_step():
-            logging.info("Skipping training since max_steps has already saved.")
+            tf.compat.v1.logging.info("Skipping training since max_steps has already saved.")
             return self
         hooks = check_hooks(hooks)
         if steps is not None or max_steps is not None:
@@ -384,7 +382,7 @@ class Estimator(EstimatorBase):
             loss = self._train_model(input_fn, hooks, _check_listeners(saving_listeners))
         finally:
             self._input_cache.publish()
-        logging.info("Loss for final step: %s.", loss)
+        tf.compat.v1.logging.info("Loss for final step: %s.", loss)
         return self
 
     @staticmethod
@@ -396,7 +394,7 @@ class Estimator(EstimatorBase):
         if strategy is None:
             return
         if strategy.num_replicas_in_sync == 1 and not distribution.is_multi_worker(strategy):
-            logging.info(
+            tf.compat.v1.logging.info(
                 "train_distribute=%s has one replica: the graph engine trains on that device without "
                 "it, with the same result",
                 type(strategy).__name__,
@@ -421,7 +419,7 @@ class Estimator(EstimatorBase):
     ) -> Any:
         config = self._config
         if self._warm_start_settings and not self.latest_checkpoint():
-            logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
+            tf.compat.v1.logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
             warm_starting.warm_start(self._warm_start_settings)
         if not any(summary.op.name == "loss" for summary in _v1.get_collection(_v1.GraphKeys.SUMMARIES)):
             _v1.summary.scalar("loss", spec.loss)
@@ -488,7 +486,9 @@ class Estimator(EstimatorBase):
                 steps += 1
                 _, loss = session.run([spec.train_op, spec.loss])
         if steps == 0:
-            logging.warning("Training with estimator made no steps. Perhaps input is empty or misspecified.")
+            tf.compat.v1.logging.warning(
+                "Training with estimator made no steps. Perhaps input is empty or misspecified."
+            )
         return loss
 
     def _checkpoint_hooks(self, spec: EstimatorSpec, worker_hooks: list, listeners: list) -> list:
@@ -535,7 +535,7 @@ class Estimator(EstimatorBase):
         if not checkpoint_path:
             checkpoint_path = self.latest_checkpoint()
             if not checkpoint_path:
-                logging.info(
+                tf.compat.v1.logging.info(
                     f"Could not find trained model in model_dir: {self._model_dir}, running initialization to evaluate."
                 )
         with self._new_graph():
@@ -608,13 +608,13 @@ class Estimator(EstimatorBase):
         hooks = check_hooks(hooks)
         checkpoint_path = checkpoint_path or self.latest_checkpoint()
         if not checkpoint_path:
-            logging.info(
+            tf.compat.v1.logging.info(
                 f"Could not find trained model in model_dir: {self._model_dir}, running initialization to predict."
             )
         with self._new_graph():
             features, _, input_hooks = self._features_and_labels(input_fn, ModeKeys.PREDICT)
             if not _uses_dataset_or_queue(features):
-                logging.warning(
+                tf.compat.v1.logging.warning(
                     "Input graph does not use tf.data.Dataset or contain a QueueRunner. That means "
                     "predict yields forever. This is probably a mistake."
                 )
@@ -742,7 +742,7 @@ class Estimator(EstimatorBase):
             export_lib.write_assets_extra(folder, assets_extra)
 
         atomic.publish_folder(export_dir, build)
-        logging.info("SavedModel written to: %s", export_dir)
+        tf.compat.v1.logging.info("SavedModel written to: %s", export_dir)
         return export_dir.encode()
 
     def _add_meta_graph_for_mode(

@@ -49,8 +49,6 @@ from tensorflow.python.framework import op_def_registry
 
 from compat import atomic, tf_internals
 
-logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
-
 ENVIRONMENT_VARIABLE = "COMPAT_INPUT_CACHE"
 _OFF = {"0", "off", "false", "no"}
 _ON = {"1", "on", "true", "yes"}
@@ -493,14 +491,14 @@ class InputCache:
         try:
             return self._rewrite(dataset, input_fn_name, mode)
         except Exception as error:  # noqa: BLE001 (any failure of an optimisation falls back to no optimisation)
-            logging.warning("input cache: input_fn %s (%s) left as it is: %s", input_fn_name, mode, error)
+            tf.compat.v1.logging.warning("input cache: input_fn %s (%s) left as it is: %s", input_fn_name, mode, error)
             return dataset
 
     def _rewrite(self, dataset: tf.data.Dataset, input_fn_name: str, mode: str) -> tf.data.Dataset:
         try:
             graph = dataset_graph(dataset)
         except (tf.errors.OpError, ValueError, TypeError) as error:
-            logging.debug("input cache: the graph of %s is not readable: %s", input_fn_name, error)
+            tf.compat.v1.logging.debug("input cache: the graph of %s is not readable: %s", input_fn_name, error)
             return dataset
         if graph.ByteSize() > _MAX_GRAPH_BYTES or holds_other_resources(graph):
             return dataset
@@ -540,7 +538,7 @@ class InputCache:
             return
         self._logged.add((input_fn_name, mode, verb))
         where = "until this process ends" if self._settings.folder is None else "for later runs"
-        logging.info(
+        tf.compat.v1.logging.info(
             "input_fn %s (%s) %s its deterministic stages %s in %s %s%s; "
             "turn this off with RunConfig(input_cache=False) or %s=0",
             input_fn_name,

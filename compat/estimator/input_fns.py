@@ -21,8 +21,6 @@ import tensorflow as tf
 
 from compat import tf_internals
 
-logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
-
 # One warning per input_fn (by module and qualified name), not one per process: a
 # second legacy input_fn in the same program deserves its own line in the log.
 _warned_input_fns: set[str] = set()
@@ -38,7 +36,7 @@ def _call_capturing_iterators(input_fn: Callable, kwargs: dict) -> Any:
         return result
     name = input_fn_name(input_fn)
     if name not in _warned_input_fns:
-        logging.warning(
+        tf.compat.v1.logging.warning(
             "input_fn %s returned iterator tensors (make_one_shot_iterator(...).get_next()); "
             "return the tf.data.Dataset itself instead",
             name,

@@ -18,8 +18,6 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
-
 _KERAS2_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
 _WEIGHT = "layer_with_weights-{index}/{name}/.ATTRIBUTES/VARIABLE_VALUE"
 _KERAS2_SLOT = "layer_with_weights-{index}/{name}/.OPTIMIZER_SLOT/optimizer/{slot}/.ATTRIBUTES/VARIABLE_VALUE"
@@ -128,7 +126,7 @@ def _restore_keras2(model: keras.Model, global_step: tf.Variable, path: str, sto
     step = tf.train.load_variable(path, _KERAS2_GLOBAL_STEP)
     global_step.assign(step)
     model.optimizer.iterations.assign(step)
-    logging.info(
+    tf.compat.v1.logging.info(
         "Restored %s, written by TensorFlow 2.15's model_to_estimator: %d layers' weights by layer order, "
         "%d optimizer slots, global step %d",
         path,

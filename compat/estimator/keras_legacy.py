@@ -20,8 +20,6 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
-
 _NAMES = ("Adadelta", "Adagrad", "Adam", "Adamax", "Ftrl", "Nadam", "RMSprop", "SGD")
 _warned = False
 
@@ -30,7 +28,6 @@ def _legacy(name: str):
     target = getattr(keras.optimizers, name)
 
     def make(*args, **kwargs):
-        import tensorflow as tf
 
         if not tf.executing_eagerly():
             # in a graph (a model_fn): TF 2.15's own class, tf_keras' OptimizerV2, which builds graph updates
@@ -40,7 +37,7 @@ def _legacy(name: str):
             return getattr(tf_keras.optimizers.legacy, name)(*args, **kwargs)
         global _warned
         if not _warned:
-            logging.warning(
+            tf.compat.v1.logging.warning(
                 "tf.keras.optimizers.legacy.%s made eagerly is Keras 3's keras.optimizers.%s under "
                 "compat.estimator (Keras 3 has no legacy optimizers); its state is saved in Keras 3's "
                 "layout",

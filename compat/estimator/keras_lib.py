@@ -59,8 +59,6 @@ from compat.estimator.model_fn import ModeKeys
 from compat.estimator.run_config import RunConfig, TaskType
 from compat.estimator.session_hooks import HookRunner
 
-logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
-
 _MAX_STEPS_PER_CALL = 1000  # bounds the time between two looks at a stop request
 _STEPS_PER_CALL_WITH_TIMED_SAVES = 100
 _FEATURES_AND_WEIGHTS = {"features", "sample_weights"}
@@ -269,7 +267,7 @@ class KerasEstimator(EstimatorBase):
             listener.before_save(None, step)
         path = self._manager.save(checkpoint_number=step)
         self._restored_from[id(self._keras_model)] = path
-        logging.info("Saving checkpoints for %d into %s.", step, path)
+        tf.compat.v1.logging.info("Saving checkpoints for %d into %s.", step, path)
         # Every listener hears every save, even after one of them asked to stop.
         stops = [bool(listener.after_save(None, step)) for listener in listeners]
         return any(stops)
@@ -354,7 +352,7 @@ class KerasEstimator(EstimatorBase):
             tf.random.set_seed(self._config.tf_random_seed)  # as TF 2.15's graph seed; Python and NumPy untouched
         start = self._restore(model=self._keras_model)
         if max_steps is not None and start >= max_steps:
-            logging.info("Skipping training since max_steps has already saved.")
+            tf.compat.v1.logging.info("Skipping training since max_steps has already saved.")
             return self
         last = start + steps if steps is not None else max_steps
         listeners = list(saving_listeners or ())
@@ -616,7 +614,7 @@ class KerasEstimator(EstimatorBase):
             check_checkpoint_exists(checkpoint_path)
         checkpoint_path = checkpoint_path or self.latest_checkpoint()
         if checkpoint_path is None:
-            logging.info(
+            tf.compat.v1.logging.info(
                 "Could not find trained model in model_dir: %s, running initialization to evaluate.", self.model_dir
             )
         step = self._restore(checkpoint_path)
@@ -797,7 +795,7 @@ class KerasEstimator(EstimatorBase):
                 export_lib.rewrite_as_text(folder)
 
         atomic.publish_folder(final, build)
-        logging.info("SavedModel written to: %s", final)
+        tf.compat.v1.logging.info("SavedModel written to: %s", final)
         return final.encode()
 
     export_savedmodel = export_saved_model
@@ -851,9 +849,9 @@ class _ProgressLog:
         rate = (step - self._step) / max(now - self._time, 1e-9)
         examples = self._examples()
         examples_rate = (examples - self._examples_then) / max(now - self._time, 1e-9)
-        logging.info("loss = %g, step = %d (global_step/sec: %g)", loss, step, rate)
+        tf.compat.v1.logging.info("loss = %g, step = %d (global_step/sec: %g)", loss, step, rate)
         if self._last is not None:
-            logging.info(
+            tf.compat.v1.logging.info(
                 "step %d of %d (%.0f%%), %.0f examples/s, about %s left",
                 step,
                 self._last,
@@ -937,7 +935,7 @@ def _coordinating_strategy(config: RunConfig | None) -> tf.distribute.Strategy |
         return current
     if distribution.is_connected(config):
         return distribution.parameter_server_strategy(config)
-    logging.warning(
+    tf.compat.v1.logging.warning(
         "model_to_estimator connects this process to the parameter-server cluster of TF_CONFIG. TensorFlow "
         "objects made before (the Keras model given among them) cannot be used after it: the Estimator trains a "
         "copy of its own. To keep using them, create tf.distribute.experimental.ParameterServerStrategy first "

@@ -28,8 +28,6 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
-
 PROBE_SECS = 5.0
 
 
@@ -106,7 +104,7 @@ class ParameterServerWatch(tf.compat.v1.train.SessionRunHook):
                 lost = []  # steps still run: the probe's route fails, TensorFlow's does not
             if not lost:
                 if warned:
-                    logging.info("The ps tasks serve again: training goes on")
+                    tf.compat.v1.logging.info("The ps tasks serve again: training goes on")
                 lost_since, probes_lost, warned = None, 0, False
                 continue
             lost_since = time.monotonic() if lost_since is None else lost_since
@@ -115,10 +113,10 @@ class ParameterServerWatch(tf.compat.v1.train.SessionRunHook):
             if self._stopped.is_set():
                 return  # training ended while this probe ran
             if waited >= self._give_up_secs:
-                logging.error("%s", self._message(lost, waited, ending=True))
+                tf.compat.v1.logging.error("%s", self._message(lost, waited, ending=True))
                 sys.stderr.flush()
                 self._end_process(1)
                 return
             if probes_lost >= 2 and not warned:
-                logging.warning("%s", self._message(lost, waited, ending=False))
+                tf.compat.v1.logging.warning("%s", self._message(lost, waited, ending=False))
                 warned = True

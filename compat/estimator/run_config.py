@@ -43,8 +43,6 @@ import tensorflow as tf
 from compat import tf_config as cluster
 from compat.tf_config import TaskType
 
-logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
-
 _DEFAULT_SAVE_SECS = 600
 _UNSET = object()  # tells "not given" from an explicit None, which turns checkpoints off
 
@@ -176,7 +174,7 @@ def _settled_model_dir(tf_config: dict, model_dir: Any) -> str | None:
                 f'model_dir in TF_CONFIG. model_dir: {model_dir}, TF_CONFIG["model_dir"]: '
                 f"{from_tf_config}. Give one of them, or the same folder to both."
             )
-        logging.info("Using model_dir in TF_CONFIG: %s", from_tf_config)
+        tf.compat.v1.logging.info("Using model_dir in TF_CONFIG: %s", from_tf_config)
     return model_dir or from_tf_config
 
 

@@ -38,8 +38,6 @@ from compat.estimator.exporter import Exporter
 from compat.estimator.ps_watch import ParameterServerWatch, reachable
 from compat.estimator.run_config import TaskType
 
-logging = tf.compat.v1.logging  # TensorFlow's logger, called as TF 2.15's Estimator called it (docs/estimator.md)
-
 if TYPE_CHECKING:  # keras_lib imports this module's callers; this module imports it only where it runs
     from compat.estimator.keras_lib import KerasEstimator
 
@@ -170,7 +168,7 @@ def _start_server(config) -> tf.distribute.Server:
     server_config = tf.compat.v1.ConfigProto(log_device_placement=False)
     if config.session_config is not None:
         server_config.gpu_options.CopyFrom(config.session_config.gpu_options)
-    logging.info("Starting the TensorFlow server of %s %d", config.task_type, config.task_id)
+    tf.compat.v1.logging.info("Starting the TensorFlow server of %s %d", config.task_type, config.task_id)
     return tf.distribute.Server(
         config.cluster_spec,
         job_name=config.task_type,
@@ -205,7 +203,7 @@ def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_
         longest = config.experimental_max_worker_delay_secs
         delay = min(_MAX_DELAY_SECS if longest is None else int(longest), (config.task_id + 1) * _DELAY_SECS_PER_WORKER)
         if delay > 0:
-            logging.info("Waiting %d secs before starting training.", delay)
+            tf.compat.v1.logging.info("Waiting %d secs before starting training.", delay)
             time.sleep(delay)
     listeners = _trainer_listeners(estimator, train_spec, eval_spec)
     watch = ParameterServerWatch(
@@ -249,7 +247,9 @@ def _train_with_a_coordinator(estimator: KerasEstimator, train_spec: TrainSpec, 
             server.join()  # until the task is killed, as in TF 2.15
             return
         _serve_the_chief(distribution.parameter_server_cluster(config).job_tasks(TaskType.CHIEF)[0])
-        logging.info("The chief ended (its newest checkpoint: %s): so does this worker.", estimator.latest_checkpoint())
+        tf.compat.v1.logging.info(
+            "The chief ended (its newest checkpoint: %s): so does this worker.", estimator.latest_checkpoint()
+        )
         return
     if not distribution.is_parameter_server(estimator.strategy):
         raise distribution.UnsupportedStrategyError(
@@ -299,7 +299,7 @@ def _train_in_cluster(estimator: EstimatorBase, train_spec: TrainSpec) -> None:
 
 def _run_evaluator(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
     """The evaluator task: each new checkpoint of the chief's, `throttle_secs` apart, until the final one."""
-    logging.info("Waiting %s secs before starting evaluation.", eval_spec.start_delay_secs)
+    tf.compat.v1.logging.info("Waiting %s secs before starting evaluation.", eval_spec.start_delay_secs)
     time.sleep(eval_spec.start_delay_secs)
     evaluated = None
     while True:
@@ -316,14 +316,14 @@ def _run_evaluator(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: E
             _run_exporters(estimator, eval_spec, latest, result, train_spec.max_steps)
             evaluated = latest
             if train_spec.max_steps is not None and result["global_step"] >= train_spec.max_steps:
-                logging.info(
+                tf.compat.v1.logging.info(
                     "Exiting evaluation, global_step=%s >= train max_steps=%s",
                     result["global_step"],
                     train_spec.max_steps,
                 )
                 return
         else:
-            logging.info("Waiting for a new checkpoint in %s", estimator.model_dir)
+            tf.compat.v1.logging.info("Waiting for a new checkpoint in %s", estimator.model_dir)
         time.sleep(max(eval_spec.throttle_secs - (time.monotonic() - started), _EVALUATOR_POLL_SECS))
 
 
@@ -341,7 +341,7 @@ class _EvaluateAfterSaves(tf.compat.v1.train.CheckpointSaverListener):
         if self.saves == 1:  # the save of the step training starts from
             return False
         if self._last_start is not None and time.monotonic() - self._last_start < self.eval_spec.throttle_secs:
-            logging.info(
+            tf.compat.v1.logging.info(
                 "Skip the current checkpoint eval due to throttle secs (%s secs).", self.eval_spec.throttle_secs
             )
             return False
