@@ -195,6 +195,11 @@ def stop_after_n_evals_hook(num_evals: int) -> tf.compat.v1.train.SessionRunHook
     return evaluation._StopAfterNEvalsHook(num_evals=num_evals)
 
 
+# The collection a graph's cached read of its global step lives in (training_util.GLOBAL_STEP_READ_KEY): TF 2.15's
+# Estimator filled it outside the replicas when it replicated a model_fn, so the replicas share one read.
+GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
+
+
 def create_eval_step() -> tf.Variable:
     """The evaluation's step counter (a local variable), made before a scaffold that initialises it."""
     return evaluation._get_or_create_eval_step()
@@ -277,6 +282,23 @@ def fn_args(fn) -> tuple[str, ...]:
 def is_partition(variable) -> bool:
     """True for one slice of a partitioned variable: a checkpoint holds the whole under the variable's name."""
     return getattr(variable, "_save_slice_info", None) is not None
+
+
+def first_copy(variable):
+    """A replicated variable's copy on the first replica (a plain variable, under the variable's own name);
+    any other variable itself."""
+    return getattr(variable, "_primary", variable)
+
+
+def copies(variable) -> tuple:
+    """Every copy of a replicated variable (one a replica), or the variable alone."""
+    return tuple(getattr(variable, "_values", (variable,)))
+
+
+def checkpoint_name(variable) -> str:
+    """The name a Saver stores `variable` under: a replicated variable's is its first copy's (`bn/moving_mean`),
+    whose own `.op` in a cross-replica context is the read that aggregates the copies."""
+    return first_copy(variable).op.name
 
 
 def monitored_training_session(**kwargs):

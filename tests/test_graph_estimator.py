@@ -3,7 +3,6 @@
 import glob
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -597,26 +596,11 @@ def test_a_truncated_latest_checkpoint_is_passed_over_for_the_previous_one(tmp_p
     assert est.get_variable_value("global_step") == 40
 
 
-def test_a_one_replica_strategy_trains_on_the_graph_engine_and_more_replicas_are_refused(tmp_path):
+def test_a_one_replica_strategy_trains_as_no_strategy(tmp_path):
     # MirroredStrategy() on a machine with one GPU (or only the CPU) is one replica: the same training.
+    # Several replicas: tests/test_replicated.py.
     one = make(tmp_path / "one", train_distribute=tf.distribute.MirroredStrategy(["/cpu:0"]))
     one.train(input_fn(), max_steps=20)
     plain = make(tmp_path / "plain")
     plain.train(input_fn(), max_steps=20)
     np.testing.assert_allclose(one.get_variable_value("hidden/kernel"), plain.get_variable_value("hidden/kernel"))
-
-    # Two replicas: two logical CPU devices, which TensorFlow makes only at startup, so in a process of its own.
-    program = (
-        "import tensorflow as tf\n"
-        "cpu = tf.config.list_physical_devices('CPU')[0]\n"
-        "tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)\n"
-        "import compat.estimator as estimator\n"
-        "strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])\n"
-        "est = estimator.Estimator(lambda features, labels, mode: None, model_dir=%r,\n"
-        "                          config=estimator.RunConfig(train_distribute=strategy))\n"
-        "try:\n"
-        "    est.train(lambda: tf.data.Dataset.range(1), max_steps=1)\n"
-        "except ValueError as error:\n"
-        "    print(error)\n" % str(tmp_path / "two"))
-    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd=REPO)
-    assert "with 2 replicas" in result.stdout and "model_to_estimator" in result.stdout, result.stderr[-3000:]

@@ -37,7 +37,7 @@ import tensorflow as tf
 
 from compat import atomic, tf_internals
 from compat.checkpoints import newest_readable_in
-from compat.estimator import warm_starting
+from compat.estimator import replicated, warm_starting
 from compat.estimator.base import (
     EstimatorBase,
     check_checkpoint_exists,
@@ -49,7 +49,7 @@ from compat.estimator.base import (
     write_dict_to_summary,
 )
 from compat.estimator.export import export as export_lib
-from compat.estimator.input_fns import input_fn_kwargs, input_fn_name, parse_input_fn_result
+from compat.estimator.input_fns import input_fn_kwargs, input_fn_name, parse_input_fn_result, split_features_labels
 from compat.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
 from compat.estimator.run_config import RunConfig, TaskType
 
@@ -143,9 +143,17 @@ def _state_updates_nothing_runs(graph: tf.Graph, first_op: int, spec: EstimatorS
     if not candidates:
         return []
     global_step = _v1.train.get_global_step(graph)
-    variables = [v for v in _v1.global_variables() if not v.trainable and v is not global_step]
+    # a replicated variable (a model_fn under train_distribute) is one variable a replica, each initialized alone
+    variables = [
+        copy
+        for v in _v1.global_variables()
+        if not v.trainable and v is not global_step
+        for copy in tf_internals.copies(v)
+    ]
     handles = {v.handle.name for v in variables if hasattr(v, "handle")}
-    initializers = {v.initializer.name for v in _v1.global_variables() + _v1.local_variables()}
+    initializers = {
+        copy.initializer.name for v in _v1.global_variables() + _v1.local_variables() for copy in tf_internals.copies(v)
+    }
     candidates = [op for op in candidates if op.inputs[0].name in handles and op.name not in initializers]
     if not candidates:
         return []
@@ -203,7 +211,11 @@ def check_restorable(checkpoint_path: str | None) -> None:
         return
     check_checkpoint_exists(checkpoint_path)
     stored = {name for name, _ in tf.train.list_variables(checkpoint_path)}
-    needed = {variable.op.name for variable in _v1.global_variables() if not tf_internals.is_partition(variable)}
+    needed = {
+        tf_internals.checkpoint_name(variable)
+        for variable in _v1.global_variables()
+        if not tf_internals.is_partition(variable)
+    }
     missing = sorted(needed - stored)
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
@@ -248,8 +260,11 @@ class Estimator(EstimatorBase):
     def _init_common(self, model_dir: str | None, config: RunConfig | None, params: dict | None) -> None:
         self._init_base(model_dir, config, params)
         self._session_config = self._config.session_config
-        self._train_distribution = self._config.train_distribute
-        self._eval_distribution = self._config.eval_distribute
+        # Checked here, before anything is written: a strategy the engine cannot run is refused in one line.
+        self._train_distribution = replicated.replicas_of(self._config.train_distribute, "train_distribute")
+        self._eval_distribution = replicated.for_evaluation(
+            replicated.replicas_of(self._config.eval_distribute, "eval_distribute")
+        )
         self._device_fn = self._config.device_fn or replica_device_setter(self._config)
 
     def _assert_members_are_not_overridden(self) -> None:
@@ -331,7 +346,16 @@ class Estimator(EstimatorBase):
         _keep_seed_states_out_of_checkpoints(graph)
         return spec
 
-    def _features_and_labels(self, input_fn: Callable, mode: str) -> tuple[Any, Any, list]:
+    def _features_and_labels(
+        self, input_fn: Callable, mode: str, strategy: tf.distribute.Strategy | None = None
+    ) -> tuple[Any, Any, list]:
+        """(features, labels, input hooks) of `input_fn` in `mode`; under a strategy of several replicas, each
+        replica's own (a PerReplica of per-replica batches), from the input_fn called once per worker."""
+        if strategy is not None:
+            iterator, hooks = replicated.input_iterator(
+                strategy, lambda context: self._dataset_for_replicas(input_fn, mode, context)
+            )
+            return (*split_features_labels(iterator.get_next()), hooks)
         result = self._call_input_fn(input_fn, mode)
         if not isinstance(result, tf.data.Dataset) or mode == ModeKeys.PREDICT:
             return parse_input_fn_result(result)
@@ -341,6 +365,25 @@ class Estimator(EstimatorBase):
             return None if rewritten is result else rewritten
 
         return parse_input_fn_result(result, cached)
+
+    def _dataset_for_replicas(self, input_fn: Callable, mode: str, context: tf.distribute.InputContext) -> Any:
+        """What `input_fn` returns for one worker's replicas, through the input cache as on one device."""
+        result = self._call_input_fn(input_fn, mode, context)
+        if not isinstance(result, tf.data.Dataset):
+            raise ValueError(
+                f"input_fn must return a tf.data.Dataset when the Estimator replicates the model ({mode} under "
+                f"{'train' if mode == ModeKeys.TRAIN else 'eval'}_distribute); it returned {type(result).__name__}"
+            )
+        return self._input_cache.wrap(result, input_fn_name(input_fn), mode)
+
+    def _saver_of_local_copies(self) -> tf.compat.v1.train.Saver:
+        config = self._config
+        return replicated.saver_of_local_copies(
+            sharded=True,
+            max_to_keep=config.keep_checkpoint_max,
+            keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
+            save_relative_paths=True,
+        )
 
     def _saver(self, spec: EstimatorSpec) -> tf.compat.v1.train.Saver:
         """The Saver of `spec`'s graph: the scaffold's, the graph's, else TF 2.15's default (sharded)."""
@@ -371,7 +414,6 @@ class Estimator(EstimatorBase):
                 f"{self._config}."
             )
         check_train_steps(steps, max_steps)
-        self._check_strategy(self._train_distribution)
         if max_steps is not None and max_steps <= self._checkpoint_step():
             tf.compat.v1.logging.info("Skipping training since max_steps has already saved.")
             return self
@@ -385,39 +427,45 @@ class Estimator(EstimatorBase):
         tf.compat.v1.logging.info("Loss for final step: %s.", loss)
         return self
 
-    @staticmethod
-    def _check_strategy(strategy) -> None:
-        """The graph engine trains on one device: a strategy of one replica (MirroredStrategy() on a
-        machine with one GPU, or none) trains the same there; more replicas are refused, naming what runs them."""
-        from compat import distribution
-
-        if strategy is None:
-            return
-        if strategy.num_replicas_in_sync == 1 and not distribution.is_multi_worker(strategy):
-            tf.compat.v1.logging.info(
-                "train_distribute=%s has one replica: the graph engine trains on that device without "
-                "it, with the same result",
-                type(strategy).__name__,
-            )
-            return
-        raise distribution.UnsupportedStrategyError(
-            f"RunConfig(train_distribute={type(strategy).__name__}) with {strategy.num_replicas_in_sync} replicas: a "
-            "custom model_fn or canned Estimator trains on one device in compat.estimator; strategies of several "
-            "replicas run on model_to_estimator Estimators (MirroredStrategy, MultiWorkerMirroredStrategy). "
-            "Remove train_distribute, or build the model in Keras"
-        )
-
     def _train_model(self, input_fn: Callable, hooks: list, listeners: list) -> Any:
+        strategy = self._train_distribution
+        if strategy is not None:
+            return self._train_model_replicated(strategy, input_fn, hooks, listeners)
         with self._new_graph(self._device_fn):
             global_step = _v1.train.get_global_step()
             features, labels, input_hooks = self._features_and_labels(input_fn, ModeKeys.TRAIN)
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
             return self._train_with_spec(spec, [*input_hooks, *hooks], global_step, listeners)
 
+    def _train_model_replicated(
+        self, strategy: tf.distribute.Strategy, input_fn: Callable, hooks: list, listeners: list
+    ) -> Any:
+        """Trains one model_fn per replica in one graph (replicated.py says how), as TF 2.15 did."""
+        graph = tf.Graph()
+        with graph.as_default(), tf_internals.keras_names_per_graph(), replicated.replica_scope(strategy):
+            _v1.random.set_random_seed(self._config.tf_random_seed)
+            features, labels, input_hooks = self._features_and_labels(input_fn, ModeKeys.TRAIN, strategy)
+            global_step = self._create_and_assert_global_step(graph)
+            # the global step's read, made here and not in a replica (TF 2.15)
+            _v1.add_to_collection(tf_internals.GLOBAL_STEP_READ_KEY, strategy.extended.read_var(global_step))
+            grouped = strategy.extended.call_for_each_replica(
+                self._call_model_fn, args=(features, labels, ModeKeys.TRAIN, self.config)
+            )
+            spec = replicated.train_spec(strategy, grouped)
+            return self._train_with_spec(spec, [*input_hooks, *hooks], global_step, listeners, strategy)
+
     def _train_with_spec(
-        self, spec: EstimatorSpec, worker_hooks: list, global_step: tf.Variable, listeners: list
+        self,
+        spec: EstimatorSpec,
+        worker_hooks: list,
+        global_step: tf.Variable,
+        listeners: list,
+        strategy: tf.distribute.Strategy | None = None,
     ) -> Any:
         config = self._config
+        session_config = self._session_config
+        if strategy is not None:
+            session_config = replicated.session_config(session_config, strategy)
         if self._warm_start_settings and not self.latest_checkpoint():
             tf.compat.v1.logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
             warm_starting.warm_start(self._warm_start_settings)
@@ -448,7 +496,7 @@ class Estimator(EstimatorBase):
                 ),
             )
         check_restorable(newest_readable_in(self._model_dir))  # past a damaged latest, which TF 2.15 could not
-        chief_hooks = self._checkpoint_hooks(spec, worker_hooks, listeners)
+        chief_hooks = self._checkpoint_hooks(spec, worker_hooks, listeners, replicated.is_multi_worker(strategy))
         save_summary_steps, log_step_count_steps = config.save_summary_steps, config.log_step_count_steps
         jobs = config.cluster_spec.jobs if config.cluster_spec else []
         if TaskType.WORKER in jobs and TaskType.MASTER in jobs:
@@ -468,19 +516,8 @@ class Estimator(EstimatorBase):
                         )
                     )
         loss, steps = None, 0
-        with tf_internals.monitored_training_session(
-            master=config.master,
-            is_chief=config.is_chief,
-            checkpoint_dir=self._model_dir,
-            scaffold=spec.scaffold,
-            hooks=worker_hooks,
-            chief_only_hooks=(*chief_hooks, *spec.training_chief_hooks),
-            save_checkpoint_secs=0,
-            save_summaries_steps=save_summary_steps,
-            config=self._session_config,
-            max_wait_secs=config.session_creation_timeout_secs,
-            log_step_count_steps=log_step_count_steps,
-            save_graph_def=config.checkpoint_save_graph_def,
+        with self._training_session(
+            spec, worker_hooks, chief_hooks, session_config, save_summary_steps, log_step_count_steps, strategy
         ) as session:
             while not session.should_stop():
                 steps += 1
@@ -491,8 +528,46 @@ class Estimator(EstimatorBase):
             )
         return loss
 
-    def _checkpoint_hooks(self, spec: EstimatorSpec, worker_hooks: list, listeners: list) -> list:
-        """The chief's CheckpointSaverHook, unless a hook given saves already; the listeners join it."""
+    def _training_session(
+        self,
+        spec: EstimatorSpec,
+        worker_hooks: list,
+        chief_hooks: list,
+        session_config: Any,
+        save_summary_steps: int,
+        log_step_count_steps: int | None,
+        strategy: tf.distribute.Strategy | None,
+    ) -> Any:
+        """The session a training loop runs in: TensorFlow's MonitoredTrainingSession, as TF 2.15's. A worker of
+        a MultiWorkerMirroredStrategy other than the chief keeps its own copy of every variable, so it sets up
+        (or restores) its variables itself as the chief does, but saves and summarizes nothing (TF 2.15's
+        distribute coordinator gave it the same session)."""
+        config = self._config
+        if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and not config.is_chief:
+            creator = _v1.train.ChiefSessionCreator(
+                scaffold=spec.scaffold, master=config.master, config=session_config, checkpoint_dir=self._model_dir
+            )
+            return _v1.train.MonitoredSession(session_creator=creator, hooks=worker_hooks)
+        return tf_internals.monitored_training_session(
+            master=config.master,
+            is_chief=config.is_chief,
+            checkpoint_dir=self._model_dir,
+            scaffold=spec.scaffold,
+            hooks=worker_hooks,
+            chief_only_hooks=(*chief_hooks, *spec.training_chief_hooks),
+            save_checkpoint_secs=0,
+            save_summaries_steps=save_summary_steps,
+            config=session_config,
+            max_wait_secs=config.session_creation_timeout_secs,
+            log_step_count_steps=log_step_count_steps,
+            save_graph_def=config.checkpoint_save_graph_def,
+        )
+
+    def _checkpoint_hooks(
+        self, spec: EstimatorSpec, worker_hooks: list, listeners: list, multi_worker: bool = False
+    ) -> list:
+        """The chief's CheckpointSaverHook, unless a hook given saves already; the listeners join it. The chief
+        of a multi-worker strategy saves with a Saver that needs no other worker (replicated.py)."""
         config = self._config
         savers = [
             hook
@@ -506,7 +581,8 @@ class Estimator(EstimatorBase):
                     self._model_dir,
                     save_secs=config.save_checkpoints_secs,
                     save_steps=config.save_checkpoints_steps,
-                    scaffold=spec.scaffold,
+                    scaffold=None if multi_worker else spec.scaffold,
+                    saver=self._saver_of_local_copies() if multi_worker else None,
                     save_graph_def=config.checkpoint_save_graph_def,
                 )
             ]
@@ -548,6 +624,10 @@ class Estimator(EstimatorBase):
             finally:
                 self._input_cache.publish()
 
+    def _eval_session_config(self) -> Any:
+        strategy = self._eval_distribution
+        return self._session_config if strategy is None else replicated.session_config(self._session_config, strategy)
+
     def _run_evaluation(
         self, checkpoint_path: str | None, scaffold, update_op, values: dict, hooks: list, output_dir: str
     ) -> dict:
@@ -559,7 +639,7 @@ class Estimator(EstimatorBase):
             eval_ops=update_op,
             final_ops=values,
             hooks=hooks,
-            config=self._session_config,
+            config=self._eval_session_config(),
         )
         step = int(results["global_step"])
         write_dict_to_summary(output_dir, results, step)
@@ -568,32 +648,47 @@ class Estimator(EstimatorBase):
         return results
 
     def _evaluation_graph(self, input_fn: Callable, hooks: list, checkpoint_path: str | None) -> tuple:
-        """(scaffold, the op updating every metric, {name: value}, hooks) of an evaluation in this graph."""
-        features, labels, input_hooks = self._features_and_labels(input_fn, ModeKeys.EVAL)
-        spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
-        if LOSS_METRIC_KEY in spec.eval_metric_ops:
-            raise ValueError(
-                f'Metric with name "{LOSS_METRIC_KEY}" is not allowed, because Estimator already defines '
-                "a default metric with the same name."
-            )
-        metrics = {**spec.eval_metric_ops, LOSS_METRIC_KEY: _v1.metrics.mean(spec.loss)}
+        """(scaffold, the op updating every metric, {name: value}, hooks) of an evaluation in this graph; under
+        `eval_distribute`, one model_fn per replica, each metric over every replica's batches."""
+        strategy = self._eval_distribution
+        with replicated.replica_scope(strategy) if strategy is not None else contextlib.nullcontext():
+            features, labels, input_hooks = self._features_and_labels(input_fn, ModeKeys.EVAL, strategy)
+            if strategy is None:
+                spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
+            else:
+                spec = strategy.extended.call_for_each_replica(
+                    self._call_model_fn, args=(features, labels, ModeKeys.EVAL, self.config)
+                )
+            if LOSS_METRIC_KEY in spec.eval_metric_ops:
+                raise ValueError(
+                    f'Metric with name "{LOSS_METRIC_KEY}" is not allowed, because Estimator already defines '
+                    "a default metric with the same name."
+                )
+            if strategy is None:
+                metrics = {**spec.eval_metric_ops, LOSS_METRIC_KEY: _v1.metrics.mean(spec.loss)}
+                updates = [metric[1] for _, metric in sorted(metrics.items())]
+                scaffold, evaluation_hooks = spec.scaffold, list(spec.evaluation_hooks)
+            else:
+                metrics = replicated.eval_metric_ops(strategy, spec, LOSS_METRIC_KEY)
+                updates = [replicated.metric_update(strategy, metric[1]) for _, metric in sorted(metrics.items())]
+                scaffold = replicated.combined_scaffold(strategy, spec.scaffold)
+                evaluation_hooks = replicated.first_replica(strategy, spec.evaluation_hooks)
         self._maybe_warm_start(checkpoint_path)
         values = {name: metric[0] for name, metric in sorted(metrics.items())}
-        update_op = tf.group(*(metric[1] for _, metric in sorted(metrics.items())))
+        update_op = tf.group(*updates)
         if _v1.GraphKeys.GLOBAL_STEP in values:
             raise ValueError(
                 "Metric with name `global_step` is not allowed, because Estimator already defines a "
                 "default metric with the same name."
             )
         values[_v1.GraphKeys.GLOBAL_STEP] = _v1.train.get_global_step()
-        scaffold = spec.scaffold
         if scaffold.local_init_op is not None:  # the model's own local init, and the metrics' and eval step's
             tf_internals.create_eval_step()
             scaffold = _v1.train.Scaffold(
                 local_init_op=tf.group(scaffold.local_init_op, _v1.train.Scaffold.default_local_init_op()),
                 copy_from_scaffold=scaffold,
             )
-        return scaffold, update_op, values, [*input_hooks, *hooks, *spec.evaluation_hooks]
+        return scaffold, update_op, values, [*input_hooks, *hooks, *evaluation_hooks]
 
     # -- predict -----------------------------------------------------------------
     def predict(

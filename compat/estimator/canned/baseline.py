@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from compat.estimator.canned import common, optimizers, v1_heads
 from compat.estimator.estimator import Estimator
-from compat.estimator.head import RegressionHead
+from compat.estimator.head import RegressionHead, base_head
 from compat.estimator.model_fn import ModeKeys
 
 # TF 2.15's learning rate for an optimizer named by a string
@@ -77,6 +77,7 @@ def baseline_model_fn(
         common.start_counting_with_global_step(optimizer)
 
     def train_op_fn(loss: tf.Tensor) -> tf.Operation:
+        loss = base_head.scale_loss_for_replicas(loss, getattr(head, "loss_reduction", None))
         return optimizer.get_updates(loss, trainable_variables)[0]
 
     return head.create_estimator_spec(

@@ -22,7 +22,7 @@ from compat.estimator.canned import common, optimizers, v1_heads
 from compat.estimator.canned.dnn import dnn_logit_fn_builder_v1, dnn_logits_and_variables
 from compat.estimator.canned.linear import linear_logit_fn_builder_v1, linear_logits_and_variables
 from compat.estimator.estimator import Estimator
-from compat.estimator.head import RegressionHead
+from compat.estimator.head import RegressionHead, base_head
 from compat.estimator.model_fn import ModeKeys
 
 _DNN_LEARNING_RATE = 0.001
@@ -97,6 +97,7 @@ def dnn_linear_combined_model_fn(
         common.start_counting_with_global_step(parts[0][1])  # the other part's optimizer counts on its own
 
     def train_op_fn(loss: tf.Tensor) -> tf.Operation:
+        loss = base_head.scale_loss_for_replicas(loss, getattr(head, "loss_reduction", None))
         updates = []
         for _, optimizer, variables, update_ops in parts:
             updates.extend(optimizer.get_updates(loss, variables))

@@ -670,10 +670,7 @@ def train_op_for(
                 raise ValueError("train_op_fn and optimizer cannot both be set.")
             validate_v2_optimizer(optimizer)
             validate_trainable_variables(trainable_variables)
-            replicas = tf.distribute.get_strategy().num_replicas_in_sync
-            if loss_reduction == Reduction.SUM_OVER_BATCH_SIZE and replicas > 1:
-                # each replica's gradient is summed across replicas: scale to the global batch's mean
-                loss *= 1.0 / replicas
+            loss = scale_loss_for_replicas(loss, loss_reduction)
             train_op = _optimizer_train_op(optimizer, loss, trainable_variables or [])
         elif train_op_fn is not None:
             train_op = train_op_fn(loss)
@@ -682,6 +679,15 @@ def train_op_for(
         if update_ops is not None:
             train_op = tf.group(train_op, *update_ops)
         return train_op
+
+
+def scale_loss_for_replicas(loss: tf.Tensor, loss_reduction: str | None) -> tf.Tensor:
+    """A replica's mean loss scaled by 1/replicas under a strategy of several (TF 2.15's canned estimators did):
+    the replicas' gradients are summed, so the step is the global batch's mean, as on one device."""
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    if loss_reduction == Reduction.SUM_OVER_BATCH_SIZE and replicas > 1:
+        return loss * (1.0 / replicas)
+    return loss
 
 
 def add_loss_summaries(

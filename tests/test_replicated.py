@@ -1,0 +1,109 @@
+"""A model_fn or canned Estimator trained with several replicas (RunConfig.train_distribute / eval_distribute).
+
+Each run is a real process: two logical CPU devices exist only if TensorFlow is
+told so before it starts, and a multi-worker cluster is two processes on
+127.0.0.1. tests/data/tf215_replicated.json is TF 2.15's own run of the same
+program (tests/helpers/replicated_program.py, recorded in the TF 2.15 side
+environment with `--tf215`, the settings TF 2.15 needed not to hang on 2 cores;
+this project runs it without them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import HELPERS, REPO, start_paused
+from test_distributed import free_port, last_json
+
+PROGRAM = os.path.join(HELPERS, "replicated_program.py")
+TF215 = json.load(open(os.path.join(REPO, "tests", "data", "tf215_replicated.json")))
+INSTALL_THEN_RUN = ("import compat.estimator, runpy, sys; compat.estimator.install(); "
+                    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
+def run_program(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", INSTALL_THEN_RUN, PROGRAM, *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO, env=env)
+
+
+def assert_as_tf215(ours: dict, recorded: dict) -> None:
+    """What a user sees of the run is TF 2.15's: checkpoint keys, step, metric keys, export; accuracy close."""
+    assert ours["variables"] == recorded["variables"]  # no replica suffixes TF 2.15 did not write
+    assert ours["global_step"] == recorded["global_step"]
+    assert ours["metric_keys"] == recorded["metric_keys"]
+    assert ours["signatures"] == recorded["signatures"]
+    assert abs(ours["accuracy"] - recorded["accuracy"]) <= 0.05, (ours["accuracy"], recorded["accuracy"])
+    assert abs(ours["loss"] - recorded["loss"]) <= 0.5 * recorded["loss"]  # the loss of one device's scale
+
+
+@pytest.mark.parametrize("kind", ["model_fn", "dnn"])
+def test_mirrored_strategy_over_two_devices_trains_evaluates_predicts_and_exports_as_tf215(tmp_path, kind):
+    result = run_program(str(tmp_path / "model"), kind, "mirrored", "200")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_as_tf215(last_json(result.stdout), TF215["mirrored"][kind])
+
+
+@pytest.mark.parametrize("kind", ["model_fn", "dnn"])
+def test_multi_worker_mirrored_strategy_in_a_two_worker_cluster_trains_as_tf215(tmp_path, kind):
+    cluster = {"chief": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
+    processes = {}
+    for task in cluster:
+        env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": task, "index": 0}})}
+        processes[task] = subprocess.Popen(
+            [sys.executable, "-c", INSTALL_THEN_RUN, PROGRAM, str(tmp_path / "model"), kind, "multi_worker", "200"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    outputs = {}
+    for task, process in processes.items():
+        try:
+            outputs[task] = process.communicate(timeout=300)
+        finally:
+            process.kill()
+        assert process.returncode == 0, f"{task}: {outputs[task][1][-3000:]}"
+    assert last_json(outputs["worker"][0]) == {"task": "worker", "index": 0}
+    assert_as_tf215(last_json(outputs["chief"][0]), TF215["multi_worker"][kind])
+    # only the chief writes the model folder
+    assert not [name for name in os.listdir(tmp_path / "model") if "worker" in name]
+
+
+def test_a_replicated_run_killed_mid_training_resumes_from_its_checkpoint_to_the_exact_step(tmp_path):
+    model_dir = str(tmp_path / "model")
+    held = start_paused("checkpoint:100", PROGRAM, model_dir, "model_fn", "mirrored", "400", "--no-export",
+                        install=True, stderr_to=str(tmp_path / "first.err"))
+    held.send_signal(signal.SIGKILL)
+    held.wait()
+    assert os.path.exists(os.path.join(model_dir, "model.ckpt-100.index"))
+    assert not os.path.exists(os.path.join(model_dir, "model.ckpt-400.index"))
+    first = os.stat(os.path.join(model_dir, "model.ckpt-0.index")).st_mtime_ns
+    result = run_program(model_dir, "model_fn", "mirrored", "400", "--no-export")
+    assert result.returncode == 0, result.stderr[-3000:]
+    # resumed at step 100: a run from scratch would have written its step-0 checkpoint again
+    assert os.stat(os.path.join(model_dir, "model.ckpt-0.index")).st_mtime_ns == first
+    resumed = last_json(result.stdout)
+    assert resumed["global_step"] == 400
+    assert resumed["variables"] == TF215["mirrored"]["model_fn"]["variables"]
+
+
+def test_a_strategy_the_engine_cannot_run_is_refused_in_one_line_before_anything_is_written(tmp_path):
+    model_dir = tmp_path / "model"
+    program = (
+        "import tensorflow as tf\n"
+        "cpu = tf.config.list_physical_devices('CPU')[0]\n"
+        "tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)\n"
+        "import compat.estimator as estimator\n"
+        "strategy = tf.distribute.experimental.CentralStorageStrategy(['/cpu:0', '/cpu:1'])\n"
+        "try:\n"
+        "    estimator.DNNClassifier([4], [tf.feature_column.numeric_column('x')], model_dir=%r,\n"
+        "                            config=estimator.RunConfig(train_distribute=strategy))\n"
+        "except ValueError as error:\n"
+        "    print(error)\n" % str(model_dir))
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd=REPO)
+    message = result.stdout.strip()
+    assert len(message.splitlines()) == 1, result.stderr[-3000:]
+    assert "CentralStorageStrategy" in message and "MirroredStrategy" in message
+    assert not model_dir.exists()
