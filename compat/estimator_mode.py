@@ -67,7 +67,7 @@ def train_and_evaluate(run: Run) -> dict | None:
         estimator.EvalSpec(run.input_fn("eval"), steps=None, throttle_secs=0, exporters=exporters),
     )
     train_seconds = time.perf_counter() - train_started
-    if not run_config.is_chief:
+    if not distribution.is_chief_task():  # TF_CONFIG's chief (an evaluator's RunConfig says is_chief, as TF 2.15)
         return None
     # After training: a folder whose checkpoint is another model's is refused before anything is written.
     if not start_step:  # once per model folder, at its first run

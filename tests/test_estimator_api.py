@@ -3,6 +3,8 @@ add_metrics, TPUEstimator off a TPU and DenseFeatures, as a program uses them.""
 
 import json
 import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -163,6 +165,22 @@ def test_dense_features_feeds_feature_columns_to_a_keras_3_model(tmp_path, insta
     np.testing.assert_allclose(loaded.predict(dataset, verbose=0), model.predict(dataset, verbose=0), atol=1e-6)
     with pytest.raises(ValueError, match="must be a DenseColumn"):
         tf.keras.layers.DenseFeatures([city])
+
+
+def test_dense_features_is_there_by_every_spelling_of_tf_keras_layers_after_install():
+    program = (
+        "from tensorflow.keras import layers as before\n"
+        "import tensorflow as tf\n"
+        "import compat.estimator\n"
+        "compat.estimator.install()\n"
+        "from tensorflow import keras\n"
+        "from tensorflow.keras import layers\n"
+        "import tensorflow.keras.layers as imported\n"
+        "print(all(hasattr(m, 'DenseFeatures') for m in (before, keras.layers, layers, imported, tf.keras.layers)))\n"
+        "compat.estimator.uninstall()\n"
+        "print(hasattr(tf.keras.layers, 'DenseFeatures'))\n")
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert result.stdout.split() == ["True", "False"], result.stderr[-3000:]
 
 
 def test_a_multi_head_program_with_add_metrics_exports_what_tf_2_15_exports(tmp_path):

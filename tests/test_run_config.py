@@ -78,6 +78,10 @@ def test_an_evaluator_stands_outside_the_cluster_and_a_cluster_needs_a_chief(mon
     assert (config.is_chief, config.task_type, config.num_worker_replicas, config.num_ps_replicas) == (
         False, "evaluator", 0, 0)
     assert config.cluster_spec.as_dict() == {} and config.global_id_in_cluster is None
+    # with a train_distribute strategy TF 2.15's distribute coordinator told the evaluator it was a chief,
+    # and input_fns written for it read that (it evaluates alone and writes the eval folders)
+    config = estimator.RunConfig(train_distribute=tf.distribute.MirroredStrategy(["/cpu:0"]))
+    assert (config.is_chief, config.task_type) == (True, "evaluator")
     monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["localhost:1"]},
                                                 "task": {"type": "worker", "index": 0}}))
     with pytest.raises(ValueError, match='must have one "chief" node'):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 import types
+from typing import Any
 
 from compat import tf_internals
 from compat.estimator import early_stopping, export, inputs, tpu
@@ -145,7 +146,9 @@ def install() -> None:
         *((v1, "estimator", estimator_v1) for v1 in tf_internals.compat_v1_modules()),
         (tf.keras, "estimator", keras_estimator),
         (tf.keras.optimizers, "legacy", legacy_namespace()),
-        (tf.keras.layers, "DenseFeatures", DenseFeatures),
+        # every module object a program may reach tf.keras.layers as (`from tensorflow.keras import layers`,
+        # `import tensorflow.keras.layers`, which Python may have loaded as a second copy of the same file)
+        *((layers, "DenseFeatures", DenseFeatures) for layers in _keras_layers_modules(tf)),
     ]
     for owner, name, value in names:
         _replaced.append((owner, name, getattr(owner, name, _MISSING)))
@@ -156,9 +159,25 @@ def install() -> None:
         ("tensorflow.estimator", this),
         ("tensorflow.compat.v1.estimator", estimator_v1),
         ("tensorflow.keras.estimator", keras_estimator),
+        # a later `import tensorflow.keras.layers` finds tf.keras.layers (with DenseFeatures), not a new copy
+        *((("tensorflow.keras.layers", tf.keras.layers),) if "tensorflow.keras.layers" not in sys.modules else ()),
     ):
         _replaced.append((sys.modules, module_name, sys.modules.get(module_name, _MISSING)))
         sys.modules[module_name] = value  # type: ignore[assignment]  # a namespace object serves as a module
+
+
+def _keras_layers_modules(tf: Any) -> list:
+    """The distinct module objects that stand for `tf.keras.layers` in this process."""
+    candidates = [
+        tf.keras.layers,
+        sys.modules.get("tensorflow.keras.layers"),
+        sys.modules.get("keras._tf_keras.keras.layers"),
+    ]
+    unique: dict[int, Any] = {}
+    for module in candidates:
+        if module is not None:
+            unique.setdefault(id(module), module)
+    return list(unique.values())
 
 
 def uninstall() -> None:

@@ -192,15 +192,15 @@ class KerasEstimator(EstimatorBase):
             self._examples = tf.Variable(0, dtype=tf.int64, trainable=False, name="examples")  # all replicas
         # The chief writes the model folder; another worker of a cluster saves where TF 2.15 put it,
         # <model_dir>/tmp_worker_<i>, since saving takes part in its replicas' synchronisation.
+        # (an evaluator's RunConfig says is_chief under a strategy, as TF 2.15's did; it writes no checkpoint)
+        writes = self._config.is_chief and self._config.task_type != TaskType.EVALUATOR
         checkpoint_dir = (
-            self.model_dir
-            if self._config.is_chief
-            else os.path.join(self.model_dir, f"tmp_worker_{self._config.task_id}")
+            self.model_dir if writes else os.path.join(self.model_dir, f"tmp_worker_{self._config.task_id}")
         )
         self._manager = tf.train.CheckpointManager(
             keras_checkpoint.checkpoint_root(self._keras_model, self._global_step),
             checkpoint_dir,
-            max_to_keep=self._config.keep_checkpoint_max if self._config.is_chief else 1,
+            max_to_keep=self._config.keep_checkpoint_max if writes else 1,
             keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours,
             checkpoint_name="model.ckpt",
         )
@@ -209,7 +209,7 @@ class KerasEstimator(EstimatorBase):
         self._train_loop: Callable | None = None
         self._metrics_built: set[int] = set()  # id(model)s
         self._writers: dict[str, tf.summary.SummaryWriter] = {}
-        if self.latest_checkpoint() is None and self._config.is_chief:
+        if self.latest_checkpoint() is None and writes:
             self._write_warm_start()
 
     @property

@@ -268,6 +268,10 @@ class RunConfig:
         _adopt_experimental_distribute(self)
         self._service = _service(tf_config)
         self._set_placement(cluster.placement(tf_config))
+        if self._train_distribute is not None and self._task_type == TaskType.EVALUATOR:
+            # TF 2.15's distribute coordinator told an evaluator it was a chief (it evaluates alone and writes
+            # the eval folders); input_fns and model_fns written for it read `config.is_chief` so.
+            self._is_chief = True
         if self._session_config is None and self._cluster_spec.jobs:
             self._session_config = _cluster_session_config(self._task_type, self._task_id)
 
