@@ -139,12 +139,48 @@ def test_tpu_estimator_runs_off_a_tpu_with_the_batch_size_in_params(tmp_path):
     assert result["accuracy"] > 0.8 and result["global_step"] == 30
     assert len(list(est.predict(lambda params: input_fn(params, repeat=False)))) == 96
     assert seen == [("train", 32), ("eval", 8), ("infer", 4)]
-    with pytest.raises(ValueError, match="needs a TPU"):
-        estimator.tpu.TPUEstimator(tpu_model_fn, config=config, train_batch_size=32)
     with pytest.raises(ValueError, match="no meaning off a TPU"):
         estimator.tpu.experimental.EmbeddingConfigSpec(feature_columns=[])
     with pytest.raises(ValueError, match="does not include params argument"):
         est.train(lambda: input_fn(), steps=1)
+
+
+def test_a_tpu_program_hears_tf_2_15s_argument_checks_before_it_is_told_it_needs_a_tpu(tmp_path, monkeypatch):
+    def tpu_model_fn(features, labels, mode, params):
+        return model_fn(features, labels, mode)
+
+    config = estimator.tpu.RunConfig(tpu_config=estimator.tpu.TPUConfig(iterations_per_loop="300s"))
+    with pytest.raises(ValueError, match="`train_batch_size` cannot be `None`"):
+        estimator.tpu.TPUEstimator(tpu_model_fn, str(tmp_path), config)
+    with pytest.raises(ValueError, match="train_batch_size` must be positive integer"):
+        estimator.tpu.TPUEstimator(tpu_model_fn, str(tmp_path), config, train_batch_size=0)
+    with pytest.raises(ValueError, match="does not include params argument"):
+        estimator.tpu.TPUEstimator(lambda features, labels, mode: None, str(tmp_path), config, params={"a": 1},
+                                   train_batch_size=32)
+    est = estimator.tpu.TPUEstimator(tpu_model_fn, str(tmp_path), config, train_batch_size=32)
+    with pytest.raises(ValueError, match="one of `steps` or `max_steps` must be set"):
+        est.train(input_fn)
+    with pytest.raises(ValueError, match="Train steps must be positive integer"):
+        est.train(input_fn, steps=-1)
+    with pytest.raises(TypeError, match="SessionRunHook"):
+        est.train(input_fn, steps=1, hooks=["not a hook"])
+    with pytest.raises(ValueError, match="Evaluate `steps` must be set on TPU"):
+        est.evaluate(input_fn)
+    with pytest.raises(ValueError, match="needs a TPU"):  # only now: TF 2.15 would start the TPU here
+        est.train(input_fn, steps=1)
+    assert not os.listdir(tmp_path)  # nothing written
+
+    # iterations_per_loop: steps or a time, as TF 2.15 read it; anything else refused when the config is made
+    assert estimator.tpu.TPUConfig(iterations_per_loop="1h").iterations_per_loop == "1h"
+    for bad in ("abc", 0, "10x", -2):
+        with pytest.raises(ValueError, match="Invalid TPUConfig `iterations_per_loop` value"):
+            estimator.tpu.TPUConfig(iterations_per_loop=bad)
+    # a TF_CONFIG cluster: no device filters (TPUs run in-graph), and the TPU job named by its service
+    monkeypatch.setenv("TF_CONFIG", json.dumps({
+        "cluster": {"chief": ["localhost:2222"], "worker": ["localhost:2223"]},
+        "task": {"type": "worker", "index": 0}, "service": {"tpu_worker_job_name": "tpu_job"}}))
+    tpu_config = estimator.tpu.RunConfig()
+    assert tpu_config.session_config is None and tpu_config.tpu_config.tpu_job_name == "tpu_job"
 
 
 def test_dense_features_feeds_feature_columns_to_a_keras_3_model(tmp_path, installed):

@@ -205,7 +205,9 @@ _ROWS: dict[str, Entry] = {
     "estimator.experimental.RNNEstimator": Entry(SAME, "Keras 2 (tf_keras) layers, as TF 2.15 built it"),
     # -- TPU
     "estimator.tpu.TPUEstimator": Entry(
-        DIFFERS, "use_tpu=False only (CPU and GPU, as TF 2.15 ran it there); use_tpu=True is refused"
+        DIFFERS,
+        "use_tpu=False only (CPU and GPU, as TF 2.15 ran it there); with use_tpu=True TF 2.15's argument checks "
+        "run, then train, evaluate and predict are refused where a TPU would start",
     ),
     "estimator.tpu.experimental.EmbeddingConfigSpec": Entry(
         REFUSED, "TPU embeddings have no meaning off a TPU: use tf.feature_column.embedding_column"

@@ -8,9 +8,53 @@ and everything else is the Estimator's RunConfig.
 from __future__ import annotations
 
 import collections
+import json
+import os
+import re
 from typing import Any
 
+import tensorflow as tf
+
 from compat.estimator.run_config import RunConfig as _RunConfig
+
+# `<N>` steps, or `<N>s`, `<N>m`, `<N>h` of time, N a positive integer (TF 2.15's accepted forms)
+_ITERATIONS_PER_LOOP = re.compile(r"^(?P<value>[1-9][0-9]*)(?P<suffix>[smh]?)$")
+_SECONDS_PER = {"s": 1, "m": 60, "h": 3600}
+
+
+class IterationsPerLoop(collections.namedtuple("IterationsPerLoop", ["value", "unit"])):
+    """`iterations_per_loop` read: `value` steps (`unit` "count") or seconds (`unit` "seconds")."""
+
+
+def parse_iterations_per_loop(iterations_per_loop: Any) -> IterationsPerLoop:
+    """`iterations_per_loop` (2, "300s", "60m", "1h") as TF 2.15 read it.
+
+    Raises:
+      ValueError: neither a positive integer nor `<N><s|m|h>`, with TF 2.15's message.
+    """
+    match = _ITERATIONS_PER_LOOP.match(str(iterations_per_loop))
+    if match is None or isinstance(iterations_per_loop, bool):
+        raise ValueError(
+            "Invalid TPUConfig `iterations_per_loop` value. Value must be positive integer value or time-based "
+            "value `<N><s|m|h>` where <N> is any positive integer and `s`, `m`, `h` are unit of time in seconds, "
+            "minutes, hours respectively. Examples of valid values: `3600s`, `60m`, `1h`. "
+            f"Given: {iterations_per_loop!r}"
+        )
+    suffix = match.group("suffix")
+    value = int(match.group("value")) * _SECONDS_PER.get(suffix, 1)
+    return IterationsPerLoop(value, "seconds" if suffix else "count")
+
+
+def _tpu_job_name_from_tf_config() -> str | None:
+    """TF_CONFIG's `service.tpu_worker_job_name`, where a cluster manager named the TPU job (TF 2.15 read it)."""
+    try:
+        tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    except ValueError:
+        return None  # RunConfig names what is wrong with TF_CONFIG
+    name = (tf_config.get("service") or {}).get("tpu_worker_job_name") if isinstance(tf_config, dict) else None
+    if name:
+        tf.compat.v1.logging.info("Load TPU job name from TF_CONFIG: %s", name)
+    return name
 
 
 class InputPipelineConfig:
@@ -62,8 +106,7 @@ class TPUConfig(
         experimental_allow_per_host_v2_parallel_get_next: bool = False,
         experimental_feed_hook: Any = None,
     ):
-        if not isinstance(iterations_per_loop, str):
-            _positive_int(iterations_per_loop, "iterations_per_loop")
+        parse_iterations_per_loop(iterations_per_loop)
         if num_shards is not None:
             _positive_int(num_shards, "TPUConfig num_shards")
         if input_partition_dims is not None:
@@ -86,6 +129,7 @@ class TPUConfig(
             per_host_input_for_training = InputPipelineConfig.PER_HOST_V1
         if initial_infeed_sleep_secs:
             _positive_int(initial_infeed_sleep_secs, "TPUConfig initial_infeed_sleep_secs")
+        tpu_job_name = tpu_job_name or _tpu_job_name_from_tf_config()
         return super().__new__(
             cls,
             iterations_per_loop,
@@ -116,6 +160,8 @@ class RunConfig(_RunConfig):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        # TPUs run in-graph: no device filters for a TF_CONFIG cluster (TF 2.15 left session_config None)
+        self._session_config = kwargs.get("session_config")
         if master is not None and cluster is not None:
             raise ValueError("Both master and cluster are set.")
         self._tpu_config = tpu_config or TPUConfig()
@@ -130,6 +176,12 @@ class RunConfig(_RunConfig):
             self._evaluation_master = self._master
         if cluster:
             self._cluster_spec = cluster.cluster_spec()
+            if self._session_config is None:
+                self._session_config = tf.compat.v1.ConfigProto(allow_soft_placement=True, isolate_session_state=True)
+            if self._session_config.HasField("cluster_def"):
+                raise ValueError("You cannot provide a ClusterResolver and session_config.cluster_def.")
+            if self._cluster_spec:
+                self._session_config.cluster_def.CopyFrom(self._cluster_spec.as_cluster_def())
 
     @property
     def tpu_config(self) -> TPUConfig:

@@ -22,9 +22,9 @@ from typing import Any
 import tensorflow as tf
 
 from compat import tf_internals
-from compat.estimator.estimator import Estimator
+from compat.estimator.estimator import Estimator, check_hooks, verify_model_fn_args
 from compat.estimator.model_fn import EstimatorSpec, ModeKeys
-from compat.estimator.tpu.tpu_config import RunConfig
+from compat.estimator.tpu.tpu_config import InputPipelineConfig, RunConfig, parse_iterations_per_loop
 
 _BATCH_SIZE_KEY = "batch_size"
 _RESERVED_PARAMS = (_BATCH_SIZE_KEY, "context")
@@ -113,6 +113,11 @@ class _HostCallHook(tf.compat.v1.train.SessionRunHook):
         return tf.compat.v1.train.SessionRunArgs(self._fetches) if self._fetches is not None else None
 
 
+def _check_positive(value: Any, name: str) -> None:
+    if value is not None and (not isinstance(value, int) or value <= 0):
+        raise ValueError(f"{name} must be positive integer. You passed {value}")
+
+
 def _check_batch_size(value: Any, name: str) -> None:
     if value is not None and (not isinstance(value, int) or value <= 0):
         raise ValueError(f"`{name}` must be positive integer. You passed {value}")
@@ -143,22 +148,37 @@ class TPUEstimator(Estimator):
             raise ValueError("`config` must be provided with type `tpu_config.RunConfig`")
         if params is not None and any(key in params for key in _RESERVED_PARAMS):
             raise ValueError(f"{list(_RESERVED_PARAMS)} are reserved keys but existed in params {params}.")
-        if use_tpu:
-            raise ValueError(
-                "TPUEstimator(use_tpu=True) needs a TPU, which compat.estimator does not drive: run the "
-                "same program with use_tpu=False (CPU or GPU), as TF 2.15 ran it there"
-            )
-        if embedding_config_spec is not None:
-            raise ValueError(
-                "embedding_config_spec configures TPU embeddings, which have no meaning off a TPU: "
-                "use tf.feature_column.embedding_column (or a Keras Embedding layer) instead"
-            )
+        tpu = config.tpu_config
+        if use_tpu:  # TF 2.15's checks, made before any TPU is needed
+            if train_batch_size is None:
+                raise ValueError("`train_batch_size` cannot be `None`")
+            if tpu.per_host_input_for_training is InputPipelineConfig.PER_SHARD_V1 and tpu.num_cores_per_replica:
+                raise ValueError(
+                    "Model parallelism only supports per host input for training. Please adjust "
+                    "TPURunconfig.per_host_input_for_training."
+                )
+            if embedding_config_spec and tpu.per_host_input_for_training not in (
+                InputPipelineConfig.PER_HOST_V1,
+                InputPipelineConfig.PER_HOST_V2,
+            ):
+                raise ValueError(
+                    "Only PER_HOST_V1 and PER_HOST_V2 is supported when using TPU Embedding; got "
+                    f"{tpu.per_host_input_for_training}."
+                )
         for value, name in (
             (train_batch_size, "train_batch_size"),
             (eval_batch_size, "eval_batch_size"),
             (predict_batch_size, "predict_batch_size"),
         ):
             _check_batch_size(value, name)
+        if embedding_config_spec is not None:
+            raise ValueError(
+                "embedding_config_spec configures TPU embeddings, which have no meaning off a TPU: "
+                "use tf.feature_column.embedding_column (or a Keras Embedding layer) instead"
+            )
+        if export_saved_model_api_version not in (None, 1, 2):
+            raise ValueError(f"export_saved_model_api_version should be 1 or 2; got {export_saved_model_api_version}.")
+        self._use_tpu = use_tpu
         self._batch_sizes = {
             ModeKeys.TRAIN: train_batch_size,
             ModeKeys.EVAL: eval_batch_size,
@@ -166,6 +186,7 @@ class TPUEstimator(Estimator):
         }
         if model_fn is None:
             raise ValueError("model_fn must be provided to Estimator.")
+        verify_model_fn_args(model_fn, params)  # the user's, as TF 2.15 checked it (not the wrapper below)
         self._tpu_model_fn = model_fn
 
         def model_fn_off_tpu(features, labels, mode, config, params):
@@ -173,6 +194,43 @@ class TPUEstimator(Estimator):
             return spec.as_estimator_spec() if isinstance(spec, TPUEstimatorSpec) else spec
 
         super().__init__(model_fn_off_tpu, model_dir, config, params or {}, warm_start_from)
+        parse_iterations_per_loop(tpu.iterations_per_loop)
+
+    def _refuse_without_a_tpu(self) -> None:
+        """Where TF 2.15 would have started the TPU: after its argument checks, so they are heard here too."""
+        if self._use_tpu:
+            raise ValueError(
+                "TPUEstimator(use_tpu=True) needs a TPU, which compat.estimator does not drive: run the "
+                "same program with use_tpu=False (CPU or GPU), as TF 2.15 ran it there"
+            )
+
+    def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):  # type: ignore[override]
+        """Estimator.train; with use_tpu, TF 2.15's TPU checks of the steps first."""
+        if self._use_tpu:
+            if steps is None and max_steps is None:
+                raise ValueError("For TPU training, one of `steps` or `max_steps` must be set. Cannot be both `None`.")
+            _check_positive(steps, "Train steps")
+            _check_positive(max_steps, "Train max_steps")
+            check_hooks(hooks)
+            self._refuse_without_a_tpu()
+        return super().train(input_fn, hooks=hooks, steps=steps, max_steps=max_steps, saving_listeners=saving_listeners)
+
+    def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):  # type: ignore[override]
+        """Estimator.evaluate; with use_tpu, TF 2.15's TPU check of the steps first."""
+        if self._use_tpu:
+            if steps is None:
+                raise ValueError("Evaluate `steps` must be set on TPU. Cannot be `None`.")
+            _check_positive(steps, "Eval steps")
+            check_hooks(hooks)
+            self._refuse_without_a_tpu()
+        return super().evaluate(input_fn, steps=steps, hooks=hooks, checkpoint_path=checkpoint_path, name=name)
+
+    def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None, yield_single_examples=True):  # type: ignore[override]
+        """Estimator.predict; refused with use_tpu (after the hooks' check), which needs a TPU."""
+        if self._use_tpu:
+            check_hooks(hooks)
+            self._refuse_without_a_tpu()
+        return super().predict(input_fn, predict_keys, hooks, checkpoint_path, yield_single_examples)
 
     def _params_for(self, mode: str, params: dict) -> dict:
         batch_size = self._batch_sizes.get(mode)
