@@ -284,6 +284,19 @@ def is_partition(variable) -> bool:
     return getattr(variable, "_save_slice_info", None) is not None
 
 
+def serialize_feature_columns(columns) -> list:
+    """Feature columns as the configs Keras models keep them in (TF's own serialization of columns)."""
+    from tensorflow.python.feature_column import serialization
+
+    return serialization.serialize_feature_columns(columns)
+
+
+def deserialize_feature_columns(configs, custom_objects=None) -> list:
+    from tensorflow.python.feature_column import serialization
+
+    return serialization.deserialize_feature_columns(configs, custom_objects=custom_objects)
+
+
 def first_copy(variable):
     """A replicated variable's copy on the first replica (a plain variable, under the variable's own name);
     any other variable itself."""

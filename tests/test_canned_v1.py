@@ -112,3 +112,46 @@ def test_linear_sdca_reaches_tf_2_15s_optimum_with_its_state(ours, case):
         close(mine["weights"][name], value, atol=1e-3)
     for key, value in theirs["eval"].items():
         close(mine["eval"][key], value, atol=1e-3)
+
+
+# -- RNN estimators with an rnn_cell_fn written for TF 2.15 ------------------------------------------------------
+
+TF215_RNN = json.load(open(os.path.join(REPO, "tests", "data", "tf215_rnn.json")))
+
+
+@pytest.mark.parametrize("kind", ["numpy", "parse", "custom_cell", "sequential"])
+def test_rnn_estimators_with_tf_2_15_style_cells_train_as_tf_2_15(tmp_path, kind):
+    """tests/helpers/rnn_program.py (Keras cells with dropout from `tf.keras.layers`, which is Keras 3 here; a
+    custom cell subclassing tf.keras.layers.Layer; a sequential head over sparse per-step labels), run after
+    install() and compared with TF 2.15's run of it (tests/data/tf215_rnn.json)."""
+    result = subprocess.run(
+        [sys.executable, "-c", "import compat.estimator, runpy, sys; compat.estimator.install(); "
+         "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
+         os.path.join(HELPERS, "rnn_program.py"), str(tmp_path / "model"), kind],
+        capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    ours, recorded = json.loads(result.stdout.strip().splitlines()[-1]), TF215_RNN[kind]
+    assert sorted(ours["metrics"]) == sorted(recorded["metrics"])
+    assert ours["prediction_keys"] == recorded["prediction_keys"]
+    assert ours["metrics"]["global_step"] == recorded["metrics"]["global_step"]
+    for name in ("accuracy", "auc"):
+        assert abs(ours["metrics"][name] - recorded["metrics"][name]) <= 0.05, (name, ours, recorded)
+
+
+def test_the_rnn_model_config_round_trips():
+    import tensorflow as tf
+
+    from compat.estimator.canned.rnn import RNNModel, _make_rnn_layer
+
+    tokens = tf.feature_column.sequence_numeric_column("tokens")
+    age = tf.feature_column.numeric_column("age")
+    model = RNNModel(_make_rnn_layer(None, [4], "lstm", False), 2, [tokens], [age], activation=tf.nn.relu,
+                     name="rnn_model")
+    config = model.get_config()
+    assert {"name", "activation", "context_feature_columns", "sequence_feature_columns", "units",
+            "return_sequences", "rnn_layer"} <= set(config)
+    again = RNNModel.from_config(config).get_config()
+    assert {key: value for key, value in again.items() if key != "rnn_layer"} == {
+        key: value for key, value in config.items() if key != "rnn_layer"}
+    assert again["context_feature_columns"] and again["activation"] == "relu" and again["name"] == "rnn_model"
+    assert again["rnn_layer"]["class_name"] == config["rnn_layer"]["class_name"] == "RNN"

@@ -245,7 +245,49 @@ def _make_rnn_layer(rnn_cell_fn: Callable | None, units: Any, cell_type: Any, re
         return _LAYERS[cell_type](units=units, return_sequences=return_sequences)
     if not rnn_cell_fn:
         rnn_cell_fn = _make_rnn_cell_fn(units, _SIMPLE_RNN if cell_type is USE_DEFAULT else cell_type)
-    return tf_keras.layers.RNN(cell=rnn_cell_fn(), return_sequences=return_sequences)
+    return tf_keras.layers.RNN(cell=_as_keras_2_cells(rnn_cell_fn()), return_sequences=return_sequences)
+
+
+# Keras 3's own cells, which an `rnn_cell_fn` written for TF 2.15 returns as `tf.keras.layers.<Name>` (tf.keras is
+# Keras 3 on TensorFlow >= 2.16), and their Keras 2 twins, which the network is built from.
+_KERAS_2_TWINS = ("SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells")
+
+
+def _as_keras_2_cells(cells: Any) -> Any:
+    """`cells` (a cell or a list of them) with each of Keras 3's built-in cells made again as its Keras 2 twin from
+    its config (units, activations, initializers, dropouts), since a Keras 3 cell cannot run inside the Keras 2 RNN
+    layer. A user's own cell class is kept: the RNN layer only calls it."""
+    if isinstance(cells, (list, tuple)):
+        return [_as_keras_2_cells(cell) for cell in cells]
+    import keras
+
+    name = type(cells).__name__
+    if not isinstance(cells, keras.layers.Layer) or name not in _KERAS_2_TWINS:
+        return cells
+    twin = getattr(tf_keras.layers, name)
+    if name == "StackedRNNCells":
+        return twin(_as_keras_2_cells(list(cells.cells)))
+    accepted = set(tf_internals.fn_args(twin.__init__))
+    config = {
+        key: _as_keras_2_setting(key, value)
+        for key, value in cells.get_config().items()
+        if key in accepted and key != "dtype"
+    }
+    return twin(**config)
+
+
+def _as_keras_2_setting(key: str, value: Any) -> Any:
+    """One cell setting from a Keras 3 config as Keras 2 takes it: a serialized initializer, regularizer or
+    constraint made again as Keras 2's, with only the arguments Keras 2's class has (Keras 3 added some)."""
+    if not (isinstance(value, dict) and "class_name" in value):
+        return value
+    kind = next((kind for kind in ("initializer", "regularizer", "constraint") if key.endswith(kind)), None)
+    if kind is None:
+        return value
+    module = getattr(tf_keras, f"{kind}s")
+    cls = getattr(module, value["class_name"])
+    arguments = set(tf_internals.fn_args(cls.__init__))
+    return cls(**{name: v for name, v in (value.get("config") or {}).items() if name in arguments})
 
 
 class RNNModel(tf_keras.Model):
@@ -276,6 +318,51 @@ class RNNModel(tf_keras.Model):
         )
         self._rnn_layer = rnn_layer
         self._logits_layer = tf_keras.layers.Dense(units=units, activation=activation, name="logits")
+
+    def get_config(self) -> dict:
+        """TF 2.15's config of the model: its name, RNN layer, units, activation, return_sequences and columns."""
+        return {
+            "name": self.name,
+            "rnn_layer": {"class_name": type(self._rnn_layer).__name__, "config": self._rnn_layer.get_config()},
+            "units": self._logits_layer.units,
+            "return_sequences": self._return_sequences,
+            "activation": tf_keras.activations.serialize(self._logits_layer.activation),
+            "sequence_feature_columns": tf_internals.serialize_feature_columns(self._sequence_feature_columns),
+            "context_feature_columns": (
+                tf_internals.serialize_feature_columns(self._context_feature_columns)
+                if self._context_feature_columns
+                else None
+            ),
+        }
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> RNNModel:
+        config = dict(config)
+        rnn_layer = tf_keras.layers.deserialize(config.pop("rnn_layer"), custom_objects=custom_objects)
+        sequence = tf_internals.deserialize_feature_columns(config.pop("sequence_feature_columns"), custom_objects)
+        context = config.pop("context_feature_columns", None)
+        if context:
+            context = tf_internals.deserialize_feature_columns(context, custom_objects)
+        activation = tf_keras.activations.deserialize(config.pop("activation", None), custom_objects=custom_objects)
+        return cls(
+            rnn_layer=rnn_layer,
+            sequence_feature_columns=sequence,
+            context_feature_columns=context,
+            activation=activation,
+            **config,
+        )
+
+    @property
+    def variables_to_train(self) -> list:
+        """The model's trainable variables, with those of a user's own Keras 3 cell (`rnn_cell_fn` returning a
+        subclass of tf.keras.layers.Layer, which is Keras 3's): the Keras 2 model does not track them."""
+        variables = list(self.trainable_variables)
+        cell = getattr(self._rnn_layer, "cell", None)
+        cells = list(getattr(cell, "cells", [cell])) if cell is not None else []
+        for foreign in cells:
+            if not isinstance(foreign, tf_keras.layers.Layer):
+                variables.extend(getattr(v, "value", v) for v in getattr(foreign, "trainable_variables", []))
+        return variables
 
     def call(self, inputs: dict, training: bool | None = None) -> tf.Tensor:
         if not isinstance(inputs, dict):
@@ -320,7 +407,7 @@ def _rnn_estimator_spec(
         optimizer=optimizer,
         logits=logits,
         update_ops=rnn_model.updates,
-        trainable_variables=rnn_model.trainable_variables,
+        trainable_variables=rnn_model.variables_to_train,
     )
 
 
