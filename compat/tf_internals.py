@@ -261,7 +261,13 @@ def _keras_2_variable_names(next_creator, **kwargs):
     graph = tf.compat.v1.get_default_graph()
     if keras_scopes and isinstance(name, str) and name and not name.endswith("/") and not tf.executing_eagerly():
         graph_scopes = graph.get_name_scope().split("/") if graph.get_name_scope() else []
-        if len(graph_scopes) >= len(keras_scopes):
+        # only inside those layers' scopes: the graph's innermost scopes are Keras' (maybe with a suffix); a
+        # Keras scope left on its stack (an optimizer's `__optimizer`) must not rename variables made outside it
+        inside = len(graph_scopes) >= len(keras_scopes) and all(
+            _is_scope_entry(entered, keras)
+            for entered, keras in zip(graph_scopes[len(graph_scopes) - len(keras_scopes) :], keras_scopes)
+        )
+        if inside:
             wanted = "/".join([*graph_scopes[: len(graph_scopes) - len(keras_scopes)], *keras_scopes, name])
             with graph.name_scope(None):  # from the top: `unique_name` prefixes the scope it is called in
                 # A name taken keeps TensorFlow's suffix; one given is marked as taken (a scope entered
@@ -269,6 +275,11 @@ def _keras_2_variable_names(next_creator, **kwargs):
                 if graph.unique_name(wanted, mark_as_used=False) == wanted:
                     kwargs["name"] = graph.unique_name(wanted) + "/"
     return next_creator(**kwargs)
+
+
+def _is_scope_entry(entered: str, scope: str) -> bool:
+    """Whether the graph scope `entered` is an entry of the Keras scope `scope` (`dense_1`, or `dense_1_1`)."""
+    return entered == scope or (entered.startswith(scope + "_") and entered[len(scope) + 1 :].isdigit())
 
 
 def fn_args(fn) -> tuple[str, ...]:

@@ -38,6 +38,25 @@ def test_keras_names_restart_per_graph_and_the_count_comes_back():
     assert keras.layers.Dense(1).name != "dense"
 
 
+def test_a_keras_scope_left_on_its_stack_does_not_rename_variables_made_outside_it():
+    # An optimizer's scope Keras 3 left on its stack (`__optimizer`, from TF 2.15's head tests) once renamed every
+    # later variable of the graph (metrics too) under it, which TensorFlow then refused as a root scope name.
+    from keras.src.backend.common import global_state
+
+    with tf.Graph().as_default(), tf_internals.keras_names_per_graph():
+        stack = global_state.get_global_attribute("name_scope_stack", [], set_to_default=True)
+        stack.append(keras.name_scope("__optimizer"))
+        try:
+            total = tf.compat.v1.metrics.mean(tf.constant([1.0]))[0]
+            inside = keras.layers.Dense(2, name="dense")
+            inside(tf.zeros([1, 3]))
+        finally:
+            stack.pop()
+        assert [v.op.name for v in tf.compat.v1.local_variables()] == ["mean/total", "mean/count"]
+        assert total.op.name.startswith("mean/")
+        assert {v.op.name for v in tf.compat.v1.global_variables()} == {"dense/kernel", "dense/bias"}
+
+
 def test_the_training_default_reaches_keras_3_layers_only_inside_its_block():
     dropout = keras.layers.Dropout(0.5, seed=1)
     ones = np.ones((1, 1000), "float32")
