@@ -154,7 +154,7 @@ _ROWS: dict[str, Entry] = {
     "estimator.RunConfig": Entry(
         DIFFERS,
         "with train_distribute in a cluster, the task's properties come from "
-        "TF_CONFIG (TF 2.15 left them to its distribute coordinator)",
+        "TF_CONFIG (TF 2.15 left them to its distribute coordinator; as there, an evaluator's is_chief is True)",
     ),
     "estimator.train_and_evaluate": Entry(
         DIFFERS,
@@ -201,8 +201,18 @@ _ROWS: dict[str, Entry] = {
         SAME, "TensorFlow's own clustering kernels; mini-batch runs are not bit-reproducible, as in TF 2.15"
     ),
     "estimator.experimental.LinearSDCA": Entry(SAME, "TensorFlow's own SDCA kernels; TF2 feature columns"),
-    "estimator.experimental.RNNClassifier": Entry(SAME, "Keras 2 (tf_keras) layers, as TF 2.15 built it"),
-    "estimator.experimental.RNNEstimator": Entry(SAME, "Keras 2 (tf_keras) layers, as TF 2.15 built it"),
+    "estimator.experimental.RNNClassifier": Entry(
+        DIFFERS,
+        "Keras 2 (tf_keras) layers, as TF 2.15 built it; an rnn_cell_fn's tf.keras cells (Keras 3's) are made "
+        "again as their Keras 2 twins, a custom Keras 3 cell runs as it is; an optimizer of the wrong type is "
+        "refused when the estimator is made (TF 2.15: at train, with the same message)",
+    ),
+    "estimator.experimental.RNNEstimator": Entry(
+        DIFFERS,
+        "Keras 2 (tf_keras) layers, as TF 2.15 built it; an rnn_cell_fn's tf.keras cells (Keras 3's) are made "
+        "again as their Keras 2 twins, a custom Keras 3 cell runs as it is; an optimizer of the wrong type is "
+        "refused when the estimator is made (TF 2.15: at train, with the same message)",
+    ),
     # -- TPU
     "estimator.tpu.TPUEstimator": Entry(
         DIFFERS,
