@@ -27,3 +27,48 @@ def test_docs_compatibility_md_is_the_table():
     with open(os.path.join(REPO, "docs", "compatibility.md")) as stream:
         assert stream.read() == compatibility.markdown(), "regenerate: python -m compat.estimator.compatibility " \
                                                           "--markdown > docs/compatibility.md"
+
+
+def _resolve(dotted: str):
+    """The object `tf.a.b.c` names now, or None."""
+    import tensorflow as tf
+
+    value = tf
+    for part in dotted.split(".")[1:]:
+        value = getattr(value, part, None)
+        if value is None:
+            return None
+    return value
+
+
+def test_every_replacement_the_check_suggests_resolves_after_install(tmp_path, installed):
+    """A migrating user follows the table's "use tf.X" advice: every X must exist once compat.estimator is
+    installed, for each row, each TF 1.x name family (with real member names) and each tf.contrib.estimator
+    name TF 2.15 kept elsewhere."""
+    import re
+
+    import tensorflow as tf
+
+    import compat.estimator as estimator
+
+    suggestion = re.compile(r"use (tf\.[A-Za-z0-9_.]+(?:<name>)?)")
+    members = {
+        "tf.compat.v1.layers.<name>": ["dense", "conv2d", "batch_normalization", "dropout", "flatten"],
+        "tf.compat.v1.nn.rnn_cell.<name>": ["BasicLSTMCell", "LSTMCell", "GRUCell", "MultiRNNCell"],
+        "tf.compat.v1.train.<name>": list(compatibility._TF1_ONLY_TRAIN),
+    }
+    notes = [entry.note for _, entry in compatibility.table()]
+    notes += [compatibility.lookup("tf.train." + name).note for name in compatibility._TF1_ONLY_TRAIN]
+    contrib = sorted({name.split(".")[-1] for name in compatibility.tf215_names() if name.startswith("estimator.")})
+    notes += [compatibility.lookup(f"tf.contrib.estimator.{member}").note for member in contrib]
+    wanted = set()
+    for note in notes:
+        for target in suggestion.findall(note or ""):
+            wanted.update(t.replace("<name>", m) for t in [target] for m in members.get(target, [""]))
+    assert "tf.estimator.experimental.stop_if_no_decrease_hook" in wanted and len(wanted) > 30
+    missing = sorted(target.rstrip(".") for target in wanted if _resolve(target.rstrip(".")) is None)
+    assert not missing
+    # the case a user hit: the advice for tf.contrib.estimator.stop_if_no_decrease_hook runs
+    est = estimator.Estimator(lambda features, labels, mode: None, model_dir=str(tmp_path))
+    hook = tf.estimator.experimental.stop_if_no_decrease_hook(est, "loss", max_steps_without_decrease=100)
+    assert isinstance(hook, tf.compat.v1.train.SessionRunHook)

@@ -266,8 +266,8 @@ _ROWS: dict[str, Entry] = {
     ),
     "contrib.": Entry(
         REFUSED,
-        "tf.contrib is not in TensorFlow 2: tf.contrib.estimator's names are tf.estimator's "
-        "(add_metrics, stop_if_no_decrease_hook, ...); others have no counterpart here",
+        "tf.contrib is not in TensorFlow 2: most of tf.contrib.estimator is in tf.estimator or "
+        "tf.estimator.experimental (the check names which); the rest of tf.contrib has no counterpart here",
     ),
     "estimator.": Entry(SAME),
     "compat.v1.estimator.": Entry(SAME),
@@ -297,8 +297,21 @@ def lookup(dotted: str) -> Entry:
         return Entry(REFUSED, _TF1_ONLY_TRAIN_NOTE.format(member))
     if name in _ROWS:
         return _ROWS[name]
+    if name.startswith("contrib.estimator."):
+        moved = _contrib_estimator_home(name[len("contrib.estimator.") :])
+        if moved:
+            return Entry(REFUSED, f"tf.contrib is not in TensorFlow 2: use tf.{moved}")
     prefixes = [key for key in _ROWS if key.endswith(".") and name.startswith(key)]
     return _ROWS[max(prefixes, key=len)] if prefixes else Entry(UNKNOWN)
+
+
+def _contrib_estimator_home(member: str) -> str | None:
+    """Where TF 2.15 kept what TF 1.x had as `tf.contrib.estimator.<member>`: `estimator.<member>` or
+    `estimator.experimental.<member>` (stop_if_no_decrease_hook, ...), None when it kept neither."""
+    for home in (f"estimator.{member}", f"estimator.experimental.{member}"):
+        if home in _tf215_set():
+            return home
+    return None
 
 
 def tf215_names() -> list[str]:
