@@ -1,6 +1,7 @@
-"""Train an audio classifier: `python train.py --mode=keras|estimator|tune [flags]`.
+"""Train or use an audio classifier: `python train.py --mode=keras|estimator|tune|predict [flags] [FILES]`.
 
-With no data flags it trains on the built-in synthetic dataset. Every flag is
+`predict` classifies the audio FILES with a trained run's export. With no data flags
+it trains on the built-in synthetic dataset. Every flag is
 defined in flags.py; `python train.py --help` lists them, grouped by concern.
 Rerunning a command with the same --model_dir resumes it.
 """

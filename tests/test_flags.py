@@ -57,3 +57,17 @@ def test_a_flag_changes_its_config_field(name):
                 continue
         assert changed is not None, f"--{name}: no other value was accepted"
         assert getattr(getattr(changed, kind), field) != getattr(getattr(default, kind), field), name
+
+
+def test_the_help_names_every_mode_in_its_first_line():
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    result = subprocess.run([sys.executable, "train.py", "--help"], capture_output=True, text=True, timeout=300,
+                            cwd=REPO)
+    first = result.stdout.strip().splitlines()[0]
+    modes = flags.FLAGS["mode"].parser.enum_values
+    assert modes == ["keras", "estimator", "tune", "predict"]
+    assert all(mode in first for mode in modes), first
