@@ -346,7 +346,13 @@ def folder_lock(folder: str) -> Iterator[None]:
         ) from error
     path = os.path.join(folder, _FOLDER_LOCK)
     while True:
-        stream = open(path, "a+")
+        try:
+            stream = open(path, "a+")
+        except OSError as error:  # an existing folder this user cannot write (permissions, immutable, read-only)
+            raise FolderNotCreatedError(
+                f"'{folder}' cannot be written ({error.strerror}): give a `model_dir` in a place this user can "
+                "write, or make that folder writable"
+            ) from error
         try:
             fcntl.flock(stream, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

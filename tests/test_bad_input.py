@@ -347,3 +347,25 @@ def test_a_model_folder_that_cannot_be_made_is_one_line_naming_it(tmp_path):
     assert result.stderr.strip().splitlines()[-1] == (
         "train.py: error: '/proc/no-such-run' cannot be made (No such file or directory): give a --model_dir in "
         "a place this user can write")
+
+
+def test_an_existing_model_folder_that_cannot_be_written_is_one_line_naming_the_flag(tmp_path):
+    # The tests run as root, whom permission bits do not stop: the folder is made immutable instead, which
+    # stops root too ("Operation not permitted"), as a read-only mount or another user's folder would.
+    import shutil
+    import subprocess
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("kept")
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)]).returncode != 0:
+        pytest.skip("no chattr here to make a folder unwritable")
+    try:
+        result = train_in_process(f"--model_dir={folder}", f"--cache_dir={tmp_path / 'cache'}", "--max_steps=4")
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)])
+    assert result.returncode == 2
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"train.py: error: '{folder}' cannot be written (Operation not permitted)"), line
+    assert "--model_dir" in line and "Traceback" not in result.stderr
+    assert sorted(os.listdir(folder)) == ["notes.txt"]  # nothing written, nothing lost
