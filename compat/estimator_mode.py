@@ -22,9 +22,12 @@ writes `metrics.json`.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
+import logging
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -61,18 +64,20 @@ def train_and_evaluate(run: Run) -> dict | None:
         else []
     )
     train_started = time.perf_counter()
-    estimator.train_and_evaluate(
-        est,
-        estimator.TrainSpec(run.input_fn("train"), max_steps=plan.max_steps),
-        estimator.EvalSpec(run.input_fn("eval"), steps=None, throttle_secs=0, exporters=exporters),
-    )
+    with _evaluations_labelled("eval split"):
+        estimator.train_and_evaluate(
+            est,
+            estimator.TrainSpec(run.input_fn("train"), max_steps=plan.max_steps),
+            estimator.EvalSpec(run.input_fn("eval"), steps=None, throttle_secs=0, exporters=exporters),
+        )
     train_seconds = time.perf_counter() - train_started
     if not distribution.is_chief_task():  # TF_CONFIG's chief (an evaluator's RunConfig says is_chief, as TF 2.15)
         return None
     # After training: a folder whose checkpoint is another model's is refused before anything is written.
     if not start_step:  # once per model folder, at its first run
         run.write_example_images(run.path(model_folder.ESTIMATOR_EXAMPLE_IMAGES))
-    test = est.evaluate(run.input_fn("test"), name="test")
+    with _evaluations_labelled("test split"):
+        test = est.evaluate(run.input_fn("test"), name="test")
     cluster = run_config.cluster_spec.as_dict()
     if cluster and "evaluator" not in cluster:  # in a cluster the evaluator exports; without one, the chief
         checkpoint = est.latest_checkpoint()
@@ -93,6 +98,27 @@ def train_and_evaluate(run: Run) -> dict | None:
     return run.write_metrics(
         test, int(test["global_step"]), start_step, train_seconds, **run.confusion(labels, predicted), **extra
     )
+
+
+_RESULTS_LINE = "Saving dict for global step"  # the Estimator's line for each evaluation's results (TF 2.15's)
+
+
+@contextlib.contextmanager
+def _evaluations_labelled(split: str) -> Iterator[None]:
+    """The Estimator's results line of each evaluation in this block starts with `split`, so that a run's
+    validation and test results are told apart: `eval split: Saving dict for global step 60: ...`."""
+
+    def label(record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith(_RESULTS_LINE):
+            record.msg = f"{split}: {record.msg}"
+        return True
+
+    logger = logging.getLogger("tensorflow")  # where tf.compat.v1.logging writes, as the Estimator logs
+    logger.addFilter(label)
+    try:
+        yield
+    finally:
+        logger.removeFilter(label)
 
 
 def _write_history(path: str, evaluations: dict) -> None:

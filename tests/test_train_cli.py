@@ -102,6 +102,11 @@ def test_estimator_mode_writes_the_same_metrics_and_estimator_files(tiny_data, t
     assert "test accuracy" in result.stdout
     # As quiet as keras mode: each evaluation's results, not TF 2.15's lines for every hook and graph.
     assert "Saving dict for global step" in result.stderr
+    # each results line says which split it is
+    results = [line for line in result.stderr.splitlines() if "Saving dict for global step" in line]
+    assert [line for line in results if "eval split: Saving dict" in line]
+    assert len([line for line in results if "test split: Saving dict" in line]) == 1
+    assert all("eval split: " in line or "test split: " in line for line in results)
     noisy = ("Calling model_fn", "Graph was finalized", "Using config", "Create CheckpointSaverHook", ", step = ")
     assert [line for line in noisy if line in result.stderr] == []
     metrics = json.loads((model_dir / "metrics.json").read_text())

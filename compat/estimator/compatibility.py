@@ -204,13 +204,15 @@ _ROWS: dict[str, Entry] = {
     "estimator.experimental.RNNClassifier": Entry(
         DIFFERS,
         "Keras 2 (tf_keras) layers, as TF 2.15 built it; an rnn_cell_fn's tf.keras cells (Keras 3's) are made "
-        "again as their Keras 2 twins, a custom Keras 3 cell runs as it is; an optimizer of the wrong type is "
+        "again as their Keras 2 twins, a custom Keras 3 cell runs as it is (its initial weights from Keras 3's "
+        "generator, not tf_random_seed, so its runs differ); an optimizer of the wrong type is "
         "refused when the estimator is made (TF 2.15: at train, with the same message)",
     ),
     "estimator.experimental.RNNEstimator": Entry(
         DIFFERS,
         "Keras 2 (tf_keras) layers, as TF 2.15 built it; an rnn_cell_fn's tf.keras cells (Keras 3's) are made "
-        "again as their Keras 2 twins, a custom Keras 3 cell runs as it is; an optimizer of the wrong type is "
+        "again as their Keras 2 twins, a custom Keras 3 cell runs as it is (its initial weights from Keras 3's "
+        "generator, not tf_random_seed, so its runs differ); an optimizer of the wrong type is "
         "refused when the estimator is made (TF 2.15: at train, with the same message)",
     ),
     # -- TPU
