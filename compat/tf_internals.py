@@ -295,6 +295,15 @@ def is_partition(variable) -> bool:
     return getattr(variable, "_save_slice_info", None) is not None
 
 
+def subgraph(graph_def, node_name: str):
+    """The part of `graph_def` that `node_name` needs (TensorFlow's extract_sub_graph, whose deprecation
+    notice would reach a program's stderr at every call)."""
+    from tensorflow.python.util import deprecation
+
+    with deprecation.silence():
+        return tf.compat.v1.graph_util.extract_sub_graph(graph_def, [node_name])
+
+
 def serialize_feature_columns(columns) -> list:
     """Feature columns as the configs Keras models keep them in (TF's own serialization of columns)."""
     from tensorflow.python.feature_column import serialization

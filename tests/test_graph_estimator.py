@@ -604,3 +604,30 @@ def test_a_one_replica_strategy_trains_as_no_strategy(tmp_path):
     plain = make(tmp_path / "plain")
     plain.train(input_fn(), max_steps=20)
     np.testing.assert_allclose(one.get_variable_value("hidden/kernel"), plain.get_variable_value("hidden/kernel"))
+
+
+# What TensorFlow's libraries print while they load, on either version: not the program's output.
+STARTUP_LINES = ("absl::InitializeLog", "oneDNN custom operations", "cuda drivers", "cuInit", "cpu_feature_guard",
+                 "To enable the following instructions", "rebuild TensorFlow with the appropriate compiler flags")
+
+
+def test_a_2019_style_program_prints_no_more_on_stderr_than_on_tf_2_15(tmp_path):
+    """A migrating user reads every extra stderr line as a failure: tests/helpers/legacy_2019_program.py, at
+    TensorFlow's default log level, prints no more than TF 2.15 printed for it (tests/data/tf215_stderr_lines.json),
+    and none of TensorFlow's C++ type-inference dumps, which the input cache once caused."""
+    recorded = json.load(open(os.path.join(REPO, "tests", "data", "tf215_stderr_lines.json")))
+    # a user's default environment: all log levels, and TensorFlow's own thread pools (the dump showed only
+    # with more than one intra-op thread)
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("TF_CPP_MIN_LOG_LEVEL", "TF_NUM_INTRAOP_THREADS")}
+    result = subprocess.run(
+        [sys.executable, "-c", "import compat.estimator, runpy, sys; compat.estimator.install(); "
+         "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
+         os.path.join(HELPERS, "legacy_2019_program.py"), str(tmp_path / "model")],
+        capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert float(result.stdout.strip().splitlines()[-1]) > 0.9
+    lines = [line for line in result.stderr.splitlines()
+             if line.strip() and not any(words in line for words in STARTUP_LINES)]
+    assert not [line for line in lines if "Type inference failed" in line]
+    assert len(lines) <= recorded["stderr_lines"], "\n".join(lines)

@@ -161,11 +161,19 @@ def dataset_graph(dataset: tf.data.Dataset) -> graph_pb2.GraphDef:
             input_dataset=variant, external_state_policy=0, strip_device_assignment=True
         ).numpy()
     else:
-        with variant.graph.as_default():
+        # Only the dataset's own ops, in a graph of their own: a session over the whole graph (the model, its
+        # summaries, the iterator) runs TensorFlow's type inference on all of it, which printed a 50-line
+        # "Type inference failed" dump for ops of the program's that TF 2.15 never checked. Recorded types are
+        # left out, so the dataset ops' are inferred afresh.
+        alone = tf_internals.subgraph(variant.graph.as_graph_def(), variant.op.name)
+        for node in alone.node:
+            node.ClearField("experimental_type")
+        with tf.Graph().as_default() as graph:
+            (imported,) = tf.graph_util.import_graph_def(alone, return_elements=[variant.name], name="")
             tensor = tf.raw_ops.DatasetToGraphV2(
-                input_dataset=variant, external_state_policy=0, strip_device_assignment=True
+                input_dataset=imported, external_state_policy=0, strip_device_assignment=True
             )
-        with tf.compat.v1.Session(graph=variant.graph) as session:
+        with tf.compat.v1.Session(graph=graph) as session:
             serialized = session.run(tensor)
     return graph_pb2.GraphDef.FromString(serialized)
 
