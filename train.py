@@ -242,6 +242,35 @@ def in_flag_terms(message: str) -> str:
     return re.sub(r"`(\w+)(=[^`]*)?`", flag, message)
 
 
+def _folders_to_make(folder: str) -> list[str]:
+    """The local folders a run in `folder` will create, innermost first (none for a remote model_dir)."""
+    if "://" in folder:
+        return []
+    missing = []
+    path = os.path.abspath(folder)
+    while not os.path.exists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
+
+
+def _remove_if_still_empty(folders: list[str]) -> None:
+    """Removes the folders this run made (innermost first) while they hold nothing but the flags this run
+    wrote into the model folder: a run refused before it trained leaves no folder behind."""
+    from compat.model_folder import FLAGS_FILE
+
+    if folders and os.path.isdir(folders[0]) and os.listdir(folders[0]) == [FLAGS_FILE]:
+        os.remove(os.path.join(folders[0], FLAGS_FILE))
+    for folder in folders:
+        try:
+            os.rmdir(folder)
+        except OSError:  # not empty, or already gone: leave it and whatever holds it
+            return
+
+
 def fail(message: str, exit_code: int = 2) -> None:
     """One line that names the flag, file or folder and says what to do: no traceback, no help dump."""
     print(f"train.py: error: {in_flag_terms(message)}", file=sys.stderr)
@@ -309,6 +338,7 @@ def main(argv: list[str]) -> None:
     # this computes in it (the logits stay float32).
     keras.config.set_dtype_policy(configs.train.dtype)
     previous_handler = signal.signal(signal.SIGINT, _interrupted(configs.model_dir))
+    made = _folders_to_make(configs.model_dir)
     try:
         if configs.mode == "tune":
             tune(configs)
@@ -324,6 +354,7 @@ def main(argv: list[str]) -> None:
         OtherModesFolderError,
         TunerNotInstalledError,
     ) as error:
+        _remove_if_still_empty(made)  # a refused run leaves no folder it made
         fail(str(error))
     except CheckpointMismatchError as error:
         import tensorflow as tf
@@ -348,6 +379,7 @@ def main(argv: list[str]) -> None:
 
         bad_audio = bad_audio_file_message(error)
         if bad_audio is not None:
+            _remove_if_still_empty(made)
             fail(bad_audio, exit_code=1)
         problem = storage_problem(error)
         if problem is None:

@@ -369,3 +369,24 @@ def test_an_existing_model_folder_that_cannot_be_written_is_one_line_naming_the_
     assert line.startswith(f"train.py: error: '{folder}' cannot be written (Operation not permitted)"), line
     assert "--model_dir" in line and "Traceback" not in result.stderr
     assert sorted(os.listdir(folder)) == ["notes.txt"]  # nothing written, nothing lost
+
+
+def test_a_run_refused_before_it_trains_leaves_no_folder_it_made(tmp_path, class_folders):
+    # (an unreadable audio file is found while training reads it, by then the run has written its logs)
+    """Bad input costs nothing: the model folder (and the parents) a refused run made are gone again, while a
+    folder that was there before is kept with what it held."""
+    one_class = tmp_path / "one_class" / "a"
+    one_class.mkdir(parents=True)
+    shutil.copy(os.path.join(class_folders, "high", "high_0.wav"), one_class)
+    for data_dir, code in ((tmp_path / "missing", 2), (tmp_path / "one_class", 2)):
+        model_dir = tmp_path / "runs" / "new" / "run"
+        result = train_in_process("--dataset=folder", f"--data_dir={data_dir}", f"--model_dir={model_dir}",
+                                  f"--cache_dir={tmp_path / 'cache'}", "--max_steps=4")
+        assert result.returncode == code, result.stderr[-2000:]
+        assert not (tmp_path / "runs").exists(), (data_dir, os.listdir(tmp_path / "runs"))
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    result = train_in_process("--dataset=folder", f"--data_dir={tmp_path / 'missing'}", f"--model_dir={kept}",
+                              "--max_steps=4")
+    assert result.returncode == 2 and sorted(os.listdir(kept)) == ["notes.txt"]
