@@ -349,6 +349,8 @@ def folder_lock(folder: str) -> Iterator[None]:
         try:
             stream = open(path, "a+")
         except OSError as error:  # an existing folder this user cannot write (permissions, immutable, read-only)
+            if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise  # a full disk and the like: a storage fault, reported as one
             raise FolderNotCreatedError(
                 f"'{folder}' cannot be written ({error.strerror}): give a `model_dir` in a place this user can "
                 "write, or make that folder writable"

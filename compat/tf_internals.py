@@ -257,6 +257,12 @@ def _keras_2_variable_names(next_creator, **kwargs):
     from keras.src.backend.common import global_state
 
     keras_scopes = [scope.name for scope in global_state.get_global_attribute("name_scope_stack") or []]
+    if keras_scopes and tf.distribute.has_strategy() and tf.distribute.get_strategy().num_replicas_in_sync > 1:
+        raise ValueError(
+            "A Keras 3 layer (tf.keras.layers, keras.layers) in a model_fn cannot be replicated by "
+            "RunConfig(train_distribute=...) here: its variables are not the strategy's. Build the model_fn from "
+            "tf.compat.v1.layers, or the model in Keras and train it with model_to_estimator or fit"
+        )
     name = kwargs.get("name")
     graph = tf.compat.v1.get_default_graph()
     if keras_scopes and isinstance(name, str) and name and not name.endswith("/") and not tf.executing_eagerly():

@@ -101,9 +101,29 @@ def test_a_strategy_the_engine_cannot_run_is_refused_in_one_line_before_anything
         "    estimator.DNNClassifier([4], [tf.feature_column.numeric_column('x')], model_dir=%r,\n"
         "                            config=estimator.RunConfig(train_distribute=strategy))\n"
         "except ValueError as error:\n"
-        "    print(error)\n" % str(model_dir))
+        "    print(error)\n"
+        "import keras, numpy as np\n"
+        "def model_fn(features, labels, mode):\n"
+        "    logits = keras.layers.Dense(2)(features['x'])\n"
+        "    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)\n"
+        "    step = tf.compat.v1.train.get_global_step()\n"
+        "    return estimator.EstimatorSpec(mode, loss=loss,\n"
+        "        train_op=tf.compat.v1.train.AdamOptimizer().minimize(loss, step))\n"
+        "data = lambda: tf.data.Dataset.from_tensor_slices(({'x': np.ones((8, 3), 'float32')}, np.ones(8, 'int32')))"
+        ".repeat().batch(4)\n"
+        "two = tf.compat.v1.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])\n"
+        "try:\n"
+        "    estimator.Estimator(model_fn, %r, config=estimator.RunConfig(train_distribute=two)).train(data, steps=1)\n"
+        "except ValueError as error:\n"
+        "    print(' '.join(line for line in str(error).splitlines() if 'Keras 3 layer' in line))\n"
+        "one = tf.compat.v1.distribute.MirroredStrategy(['/cpu:0'])\n"
+        "estimator.Estimator(model_fn, %r, config=estimator.RunConfig(train_distribute=one)).train(data, steps=2)\n"
+        "print('one replica trained')\n" % (str(model_dir), str(tmp_path / "keras3"), str(tmp_path / "one")))
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd=REPO)
-    message = result.stdout.strip()
-    assert len(message.splitlines()) == 1, result.stderr[-3000:]
-    assert "CentralStorageStrategy" in message and "MirroredStrategy" in message
+    refused, keras_3, one = result.stdout.strip().splitlines()[-3:]
+    assert "CentralStorageStrategy" in refused and "MirroredStrategy" in refused, result.stderr[-3000:]
     assert not model_dir.exists()
+    # Keras 3 layers' variables are not the strategy's: refused in one line, not TensorFlow's AssertionError
+    assert "A Keras 3 layer" in keras_3 and "tf.compat.v1.layers" in keras_3
+    # tf.compat.v1's own MirroredStrategy class is taken too; over one device it trains as without a strategy
+    assert one == "one replica trained"

@@ -484,7 +484,8 @@ class Estimator(EstimatorBase):
                 )
             )
         worker_hooks.extend(spec.training_hooks)
-        if not (spec.scaffold.saver or _v1.get_collection(_v1.GraphKeys.SAVERS)):
+        default_saver = not (spec.scaffold.saver or _v1.get_collection(_v1.GraphKeys.SAVERS))
+        if default_saver:
             _v1.add_to_collection(
                 _v1.GraphKeys.SAVERS,
                 _v1.train.Saver(
@@ -496,7 +497,9 @@ class Estimator(EstimatorBase):
                 ),
             )
         check_restorable(newest_readable_in(self._model_dir))  # past a damaged latest, which TF 2.15 could not
-        chief_hooks = self._checkpoint_hooks(spec, worker_hooks, listeners, replicated.is_multi_worker(strategy))
+        # a program's own Saver saves as it was made; only the default one is swapped for the local copies'
+        local_saver = default_saver and replicated.is_multi_worker(strategy)
+        chief_hooks = self._checkpoint_hooks(spec, worker_hooks, listeners, local_saver)
         save_summary_steps, log_step_count_steps = config.save_summary_steps, config.log_step_count_steps
         jobs = config.cluster_spec.jobs if config.cluster_spec else []
         if TaskType.WORKER in jobs and TaskType.MASTER in jobs:
@@ -564,10 +567,11 @@ class Estimator(EstimatorBase):
         )
 
     def _checkpoint_hooks(
-        self, spec: EstimatorSpec, worker_hooks: list, listeners: list, multi_worker: bool = False
+        self, spec: EstimatorSpec, worker_hooks: list, listeners: list, local_saver: bool = False
     ) -> list:
-        """The chief's CheckpointSaverHook, unless a hook given saves already; the listeners join it. The chief
-        of a multi-worker strategy saves with a Saver that needs no other worker (replicated.py)."""
+        """The chief's CheckpointSaverHook, unless a hook given saves already; the listeners join it. With
+        `local_saver` (the chief of a multi-worker strategy, default Saver) it saves with a Saver that needs no
+        other worker (replicated.py)."""
         config = self._config
         savers = [
             hook
@@ -581,8 +585,8 @@ class Estimator(EstimatorBase):
                     self._model_dir,
                     save_secs=config.save_checkpoints_secs,
                     save_steps=config.save_checkpoints_steps,
-                    scaffold=None if multi_worker else spec.scaffold,
-                    saver=self._saver_of_local_copies() if multi_worker else None,
+                    scaffold=None if local_saver else spec.scaffold,
+                    saver=self._saver_of_local_copies() if local_saver else None,
                     save_graph_def=config.checkpoint_save_graph_def,
                 )
             ]

@@ -32,8 +32,13 @@ from compat.estimator.model_fn import EstimatorSpec
 
 _v1 = tf.compat.v1
 
-# The strategies whose replicas the graph engine builds in one graph; TF 2.15's Estimator ran these too.
-_REPLICATED = (tf.distribute.MirroredStrategy, tf.distribute.MultiWorkerMirroredStrategy)
+# The strategies whose replicas the graph engine builds in one graph, TF2's and tf.compat.v1's (separate
+# classes); TF 2.15's Estimator ran these too.
+_MULTI_WORKER = (
+    tf.distribute.MultiWorkerMirroredStrategy,
+    tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy,
+)
+_REPLICATED = (tf.distribute.MirroredStrategy, tf.compat.v1.distribute.MirroredStrategy, *_MULTI_WORKER)
 
 
 class UnsupportedStrategyError(ValueError):
@@ -53,12 +58,12 @@ def replicas_of(strategy: tf.distribute.Strategy | None, argument: str) -> tf.di
     """
     if strategy is None:
         return None
-    if isinstance(strategy, _REPLICATED):
-        if strategy.num_replicas_in_sync == 1 and not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-            return None  # one device: the same graph and numbers as without a strategy
+    if isinstance(strategy, _MULTI_WORKER):
         return strategy
-    if isinstance(strategy, tf.distribute.OneDeviceStrategy):
-        return None
+    if strategy.num_replicas_in_sync == 1:
+        return None  # one device (OneDeviceStrategy, a mirrored one over one device, ...): the same graph and numbers
+    if isinstance(strategy, _REPLICATED):
+        return strategy
     raise UnsupportedStrategyError(
         f"RunConfig({argument}={type(strategy).__name__}) is not run by compat.estimator's Estimator: it replicates "
         "a model_fn with MirroredStrategy (the devices of one machine) or MultiWorkerMirroredStrategy (a TF_CONFIG "
@@ -203,7 +208,7 @@ def _copy(config: Any) -> Any:
 
 
 def is_multi_worker(strategy: tf.distribute.Strategy | None) -> bool:
-    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+    return isinstance(strategy, _MULTI_WORKER)
 
 
 def for_evaluation(strategy: tf.distribute.Strategy | None) -> tf.distribute.Strategy | None:

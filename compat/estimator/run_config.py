@@ -268,7 +268,11 @@ class RunConfig:
         _adopt_experimental_distribute(self)
         self._service = _service(tf_config)
         self._set_placement(cluster.placement(tf_config))
-        if self._train_distribute is not None and self._task_type == TaskType.EVALUATOR:
+        if (
+            self._train_distribute is not None
+            and self._task_type == TaskType.EVALUATOR
+            and "master" not in tf_config.get("cluster", {})
+        ):
             # TF 2.15's distribute coordinator told an evaluator it was a chief (it evaluates alone and writes
             # the eval folders); input_fns and model_fns written for it read `config.is_chief` so.
             self._is_chief = True

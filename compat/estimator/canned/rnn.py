@@ -262,7 +262,7 @@ def _as_keras_2_cells(cells: Any) -> Any:
     import keras
 
     name = type(cells).__name__
-    if not isinstance(cells, keras.layers.Layer) or name not in _KERAS_2_TWINS:
+    if name not in _KERAS_2_TWINS or type(cells) is not getattr(keras.layers, name):  # a user's subclass is kept
         return cells
     twin = getattr(tf_keras.layers, name)
     if name == "StackedRNNCells":
@@ -285,7 +285,12 @@ def _as_keras_2_setting(key: str, value: Any) -> Any:
     if kind is None:
         return value
     module = getattr(tf_keras, f"{kind}s")
-    cls = getattr(module, value["class_name"])
+    cls = getattr(module, value["class_name"], None)
+    if cls is None:
+        raise ValueError(
+            f"The rnn_cell_fn's cell sets {key}={value['class_name']}, which Keras 2 (the RNN estimators' layers) "
+            f"does not have: use one of tf_keras.{kind}s"
+        )
     arguments = set(tf_internals.fn_args(cls.__init__))
     return cls(**{name: v for name, v in (value.get("config") or {}).items() if name in arguments})
 

@@ -179,6 +179,7 @@ class TPUEstimator(Estimator):
         if export_saved_model_api_version not in (None, 1, 2):
             raise ValueError(f"export_saved_model_api_version should be 1 or 2; got {export_saved_model_api_version}.")
         self._use_tpu = use_tpu
+        self._eval_on_tpu = eval_on_tpu
         self._batch_sizes = {
             ModeKeys.TRAIN: train_batch_size,
             ModeKeys.EVAL: eval_batch_size,
@@ -217,7 +218,7 @@ class TPUEstimator(Estimator):
 
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):  # type: ignore[override]
         """Estimator.evaluate; with use_tpu, TF 2.15's TPU check of the steps first."""
-        if self._use_tpu:
+        if self._use_tpu and self._eval_on_tpu:  # eval_on_tpu=False evaluated on the CPU in TF 2.15
             if steps is None:
                 raise ValueError("Evaluate `steps` must be set on TPU. Cannot be `None`.")
             _check_positive(steps, "Eval steps")
