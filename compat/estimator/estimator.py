@@ -674,7 +674,7 @@ class Estimator(EstimatorBase):
                 scaffold, evaluation_hooks = spec.scaffold, list(spec.evaluation_hooks)
             else:
                 metrics = replicated.eval_metric_ops(strategy, spec, LOSS_METRIC_KEY)
-                updates = [replicated.metric_update(strategy, metric[1]) for _, metric in sorted(metrics.items())]
+                updates = [strategy.group(metric[1]) for _, metric in sorted(metrics.items())]  # on every replica
                 scaffold = replicated.combined_scaffold(strategy, spec.scaffold)
                 evaluation_hooks = replicated.first_replica(strategy, spec.evaluation_hooks)
         self._maybe_warm_start(checkpoint_path)

@@ -135,11 +135,6 @@ def eval_metric_ops(strategy: tf.distribute.Strategy, grouped: EstimatorSpec, lo
     return metrics
 
 
-def metric_update(strategy: tf.distribute.Strategy, update: Any) -> Any:
-    """One metric's update op, run on every replica."""
-    return strategy.group(update)
-
-
 def combined_scaffold(strategy: tf.distribute.Strategy, grouped: Any) -> tf.compat.v1.train.Scaffold:
     """One Scaffold from the replicas' (TF 2.15's merge): their init and local-init ops grouped, the readiness
     checks of every replica, the first saver and init_fn."""

@@ -67,7 +67,8 @@ class InputPipelineConfig:
     SLICED = 5
 
 
-def _positive_int(value: Any, name: str) -> None:
+def check_positive_integer(value: Any, name: str) -> None:
+    """TF 2.15's check of a TPU setting or argument: `value` a positive int, else ValueError naming `name`."""
     if not isinstance(value, int) or value <= 0:
         raise ValueError(f"{name} must be positive integer. You passed {value}")
 
@@ -108,7 +109,7 @@ class TPUConfig(
     ):
         parse_iterations_per_loop(iterations_per_loop)
         if num_shards is not None:
-            _positive_int(num_shards, "TPUConfig num_shards")
+            check_positive_integer(num_shards, "TPUConfig num_shards")
         if input_partition_dims is not None:
             if len(input_partition_dims) not in (1, 2):
                 raise ValueError("input_partition_dims must be a list/tuple with one or two elements.")
@@ -128,7 +129,7 @@ class TPUConfig(
         elif per_host_input_for_training is True:
             per_host_input_for_training = InputPipelineConfig.PER_HOST_V1
         if initial_infeed_sleep_secs:
-            _positive_int(initial_infeed_sleep_secs, "TPUConfig initial_infeed_sleep_secs")
+            check_positive_integer(initial_infeed_sleep_secs, "TPUConfig initial_infeed_sleep_secs")
         tpu_job_name = tpu_job_name or _tpu_job_name_from_tf_config()
         return super().__new__(
             cls,

@@ -24,7 +24,12 @@ import tensorflow as tf
 from compat import tf_internals
 from compat.estimator.estimator import Estimator, check_hooks, verify_model_fn_args
 from compat.estimator.model_fn import EstimatorSpec, ModeKeys
-from compat.estimator.tpu.tpu_config import InputPipelineConfig, RunConfig, parse_iterations_per_loop
+from compat.estimator.tpu.tpu_config import (
+    InputPipelineConfig,
+    RunConfig,
+    check_positive_integer,
+    parse_iterations_per_loop,
+)
 
 _BATCH_SIZE_KEY = "batch_size"
 _RESERVED_PARAMS = (_BATCH_SIZE_KEY, "context")
@@ -114,13 +119,9 @@ class _HostCallHook(tf.compat.v1.train.SessionRunHook):
 
 
 def _check_positive(value: Any, name: str) -> None:
-    if value is not None and (not isinstance(value, int) or value <= 0):
-        raise ValueError(f"{name} must be positive integer. You passed {value}")
-
-
-def _check_batch_size(value: Any, name: str) -> None:
-    if value is not None and (not isinstance(value, int) or value <= 0):
-        raise ValueError(f"`{name}` must be positive integer. You passed {value}")
+    """`value`, when given, is a positive int (TF 2.15's check), else ValueError naming `name`."""
+    if value is not None:
+        check_positive_integer(value, name)
 
 
 class TPUEstimator(Estimator):
@@ -170,7 +171,7 @@ class TPUEstimator(Estimator):
             (eval_batch_size, "eval_batch_size"),
             (predict_batch_size, "predict_batch_size"),
         ):
-            _check_batch_size(value, name)
+            _check_positive(value, f"`{name}`")
         if embedding_config_spec is not None:
             raise ValueError(
                 "embedding_config_spec configures TPU embeddings, which have no meaning off a TPU: "
