@@ -7,7 +7,7 @@
 user's own input_fn; `COMPAT_PREFETCH_TO_DEVICE=0` turns it off. Two programs
 run with it on and off, in alternating rounds:
 
-  seed_estimator.py   the founding question's legacy program (its own
+  wav_estimator.py   the example legacy Estimator program (its own
                       un-prefetched WAV input_fn, model_to_estimator)
   train.py            --mode=keras on FSDD, the builder's pipeline
 
@@ -50,7 +50,7 @@ def visible_gpus() -> list[str]:
 
 def seed_program_seconds(prefetch: str) -> float:
     os.environ[DEVICE_PREFETCH_VARIABLE] = prefetch
-    seed = os.path.join(PROGRAMS, "seed_estimator.py")
+    seed = os.path.join(PROGRAMS, "wav_estimator.py")
     model_dir = tempfile.mkdtemp(prefix=f"device-prefetch-{prefetch}-")
     output, _ = run([sys.executable, "-c", INSTALL_THEN_RUN, seed, f"--data_dir={FLAGS.data_dir}",
                      f"--model_dir={model_dir}", f"--steps={FLAGS.steps}"])
@@ -85,7 +85,7 @@ def main(argv) -> None:
     median = {key: statistics.median(values) for key, values in samples.items()}
     print(f"\n{', '.join(gpus)}; medians of {FLAGS.rounds} interleaved rounds, {FLAGS.steps} steps\n")
     print("| program | copied ahead s | copied at each step s | off / on |\n|---|---:|---:|---:|")
-    for program, label in (("seed", "seed_estimator.py (Estimator engine)"), ("keras", "train.py --mode=keras")):
+    for program, label in (("seed", "wav_estimator.py (Estimator engine)"), ("keras", "train.py --mode=keras")):
         on, off = median[f"{program}_on"], median[f"{program}_off"]
         print(f"| {label} | {on:.1f} | {off:.1f} | {off / on:.2f}x |")
 

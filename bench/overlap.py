@@ -1,8 +1,8 @@
-"""Does input preparation overlap the training step? The founding story, simulated on FSDD.
+"""Does input preparation overlap the training step? A slow input_fn beside a fast step, simulated on FSDD.
 
     python bench/overlap.py --data_dir ../shared/data/fsdd/recordings [--rounds 3] [--modes] [--plot OUT.png]
 
-A simulated accelerator step is a sleep of half the founding input_fn's
+A simulated accelerator step is a sleep of half the plain input_fn's
 per-batch preparation time (the seed's 2 s of input against 1 s of step), so
 an ideal pipeline shows 1.00 step units per batch and 0 % of the time waiting.
 Each row reads FSDD's training split (batch 64) for 3 epochs: one `next()`,
@@ -11,7 +11,7 @@ share of wall time blocked in `next()`, per epoch (an epoch is the split's
 batches; the builder's training stream is endless and its epochs blur by its
 shuffle buffer). Rows, interleaved over rounds, medians:
 
-  seed     the founding input_fn: sequential maps, no prefetch, tf.data's autotune,
+  seed     the plain input_fn: sequential maps, no prefetch, tf.data's autotune,
            map_parallelization and inject_prefetch off
   answer   the usual fix: parallel maps and prefetch(1) at the end
   builder  `build_dataset` with its defaults, an empty disk cache each round
@@ -59,11 +59,11 @@ def _config(cache_dir: str, **overrides):
     return PipelineConfig(sample_rate=8000, cache_dir=cache_dir, batch_size=BATCH, **overrides)
 
 
-def repeated_founding_dataset(table, config, parallel: bool) -> tf.data.Dataset:
-    """The founding question's input_fn (decode, shuffle, features, batch; bench/founding.py), repeated."""
-    from founding import founding_dataset  # bench/ is on the path: this script's own folder
+def repeated_plain_dataset(table, config, parallel: bool) -> tf.data.Dataset:
+    """The plain input_fn (decode, shuffle, features, batch; bench/plain_input_fn.py), repeated."""
+    from plain_input_fn import plain_dataset  # bench/ is on the path: this script's own folder
 
-    return founding_dataset(table.paths, table.labels, config, parallel, BATCH).repeat()
+    return plain_dataset(table.paths, table.labels, config, parallel, BATCH).repeat()
 
 
 def preparation_seconds(make_dataset, batches: int) -> float:
@@ -181,8 +181,8 @@ def main(argv) -> None:
         with open(path, "rb") as stream:
             stream.read()
 
-    seed = lambda: repeated_founding_dataset(table, _config(work), parallel=False)
-    answer = lambda: repeated_founding_dataset(table, _config(work), parallel=True)
+    seed = lambda: repeated_plain_dataset(table, _config(work), parallel=False)
+    answer = lambda: repeated_plain_dataset(table, _config(work), parallel=True)
     # The cost of next() itself: the builder's first batch, held in memory and handed out again.
     ready = lambda: data.build_dataset(index, _config(work, cache="none"), "train").take(1).cache().repeat()
 
@@ -194,7 +194,7 @@ def main(argv) -> None:
 
     step = preparation_seconds(seed, batches) / 2
     print(f"FSDD train split: {len(table)} files, {batches} batches of {BATCH} per epoch; simulated step "
-          f"{1000 * step:.1f} ms (half the founding input_fn's per-batch preparation)", flush=True)
+          f"{1000 * step:.1f} ms (half the plain input_fn's per-batch preparation)", flush=True)
     rows = {"seed": seed, "answer": answer, "builder": builder(), "ready (floor)": ready}
     samples = {name: [] for name in rows}
     firsts = {"builder (disk, empty)": [], "cache=none": []}

@@ -1,4 +1,4 @@
-"""Input pipeline throughput on FSDD: the founding input_fn against the builder.
+"""Input pipeline throughput on FSDD: the plain input_fn against the builder.
 
     python bench/pipeline.py --data_dir ../shared/data/fsdd/recordings [--json OUT]
 
@@ -6,7 +6,7 @@ Every row makes the same features (FSDD's training split, 8 kHz, log-mel,
 batch 64) from the same files with the builder's own decode and feature
 functions, so only the pipeline differs:
 
-  naive         the founding input_fn: sequential maps, no prefetch, and tf.data's
+  naive         the plain input_fn: sequential maps, no prefetch, and tf.data's
                 autotune, map_parallelization and inject_prefetch turned off
   answer        the usual fix: parallel maps and prefetch(1) at the end
   builder_cold  the builder's defaults, empty disk cache (build + first epoch)
@@ -39,7 +39,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
-from founding import founding_dataset  # noqa: E402  (bench/, this script's folder, is on the path)
+from plain_input_fn import plain_dataset  # noqa: E402  (bench/, this script's folder, is on the path)
 
 flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
 flags.DEFINE_string("json", None, "Write the five rates (examples/s) to this JSON file.")
@@ -128,7 +128,7 @@ def main(argv) -> None:
         with open(path, "rb") as stream:
             stream.read()
 
-    founding = lambda parallel: lambda: founding_dataset(table.paths, table.labels, config, parallel, BATCH)
+    plain = lambda parallel: lambda: plain_dataset(table.paths, table.labels, config, parallel, BATCH)
 
     def cold() -> tuple[float, float]:  # an empty cache: the first epoch decodes and writes
         shutil.rmtree(os.path.join(cache_dir, "datasets"), ignore_errors=True)
@@ -143,8 +143,8 @@ def main(argv) -> None:
 
     cores = os.cpu_count() or 1
     rows = {
-        "naive": lambda: _epoch_rates(founding(False), total),
-        "answer": lambda: _epoch_rates(founding(True), total),
+        "naive": lambda: _epoch_rates(plain(False), total),
+        "answer": lambda: _epoch_rates(plain(True), total),
         "builder_cold": cold,
         "builder_warm": warm,
         "limit": lambda: tuple(cores * r for r in _epoch_rates(

@@ -20,9 +20,9 @@ cost:
                     segment writer, unbatching
   + batch, augment  `build_dataset` on an empty disk cache: all of the above,
                     then batch, crop/shift and noise, prefetch
-  the answer        the usual fix for the founding input_fn: parallel decode,
+  the answer        the usual fix for the plain input_fn: parallel decode,
                     features clip by clip, a 1,000-example shuffle buffer,
-                    batch, prefetch(1) (bench/founding.py)
+                    batch, prefetch(1) (bench/plain_input_fn.py)
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
-from founding import founding_dataset  # noqa: E402  (bench/, this script's folder, is on the path)
+from plain_input_fn import plain_dataset  # noqa: E402  (bench/, this script's folder, is on the path)
 
 flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
 flags.DEFINE_integer("rounds", 3, "Interleaved rounds (medians are reported).", lower_bound=1)
@@ -96,7 +96,7 @@ def main(argv: list[str]) -> None:
         "+ features": (lambda: data.transform(decoded(), config, True), chunks, total),
         "+ cache write": (fresh(lambda: data.examples(table, disk, "train", True)), total, total),
         "+ batch, augment": (fresh(lambda: data.build_dataset(source, disk, "train")), batches, batches * BATCH),
-        "the answer": (lambda: founding_dataset(table.paths, table.labels, config, True, BATCH), batches,
+        "the answer": (lambda: plain_dataset(table.paths, table.labels, config, True, BATCH), batches,
                        batches * BATCH),
     }
     samples: dict[str, list[float]] = {name: [] for name in rows}

@@ -1,10 +1,10 @@
-"""Time to accuracy: `train.py`'s defaults against TF 2.15 running the founding question's program.
+"""Time to accuracy: `train.py`'s defaults against TF 2.15 running the example Estimator program.
 
     python bench/time_to_accuracy.py --data_dir ../shared/data/fsdd/recordings [--rounds 2] [--venv DIR]
 
 Rows, interleaved over rounds (medians), each a whole process from a cold start:
 
-  tf215 seed program   bench/programs/seed_estimator.py under TensorFlow 2.15 (the yardstick)
+  tf215 seed program   bench/programs/wav_estimator.py under TensorFlow 2.15 (the yardstick)
   train.py synthetic   `python train.py`, a fresh cache folder (the dataset is generated)
   train.py fsdd        `python train.py --dataset=fsdd --data_dir=DIR`, a fresh cache folder
 
@@ -56,7 +56,7 @@ def train_py(*extra: str) -> dict:
 def main(argv) -> None:
     del argv
     old = tf215_python(FLAGS.venv)
-    seed = [old, os.path.join(REPO, "bench", "programs", "seed_estimator.py"), f"--data_dir={FLAGS.data_dir}"]
+    seed = [old, os.path.join(REPO, "bench", "programs", "wav_estimator.py"), f"--data_dir={FLAGS.data_dir}"]
     rows = {
         "tf215 seed program": lambda: (lambda out: {"accuracy": out[0]["accuracy"], "wall_seconds": out[1]})(
             run_program([*seed, f"--model_dir={tempfile.mkdtemp(prefix='bench-tta-seed-')}"])),

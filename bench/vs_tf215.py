@@ -11,7 +11,7 @@ medians from the same rounds.
 
   tiny_steps.py       engine cost per step: model_to_estimator's train() on a
                       tiny model (steps/s), and Keras 3 `fit` on the same model
-  seed_estimator.py   the founding question's program: un-prefetched WAV
+  wav_estimator.py   the example Estimator program: un-prefetched WAV
                       input_fn, model_to_estimator, train_and_evaluate, 600
                       steps, 3 evaluations (whole-process seconds, accuracy)
 """
@@ -34,7 +34,7 @@ from bench.tf215 import INSTALL_THEN_RUN, PROGRAMS, run, tf215_python  # noqa: E
 flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
 flags.DEFINE_integer("rounds", 3, "Interleaved rounds (medians are reported).", lower_bound=1)
 flags.DEFINE_integer("tiny_steps", 3000, "Steps timed in tiny_steps.py.", lower_bound=100)
-flags.DEFINE_integer("seed_steps", 600, "Training steps of seed_estimator.py.", lower_bound=200)
+flags.DEFINE_integer("seed_steps", 600, "Training steps of wav_estimator.py.", lower_bound=200)
 flags.DEFINE_string("venv", None, "The TensorFlow 2.15 virtual environment (created if missing).")
 flags.DEFINE_string("json", None, "Write the figures to this JSON file.")
 flags.DEFINE_string("plot", None, "Write a PNG chart of the table to this file.")
@@ -47,7 +47,7 @@ def main(argv) -> None:
     samples: dict[str, list] = {key: [] for key in ("tiny_tf215", "tiny_compat", "tiny_keras", "seed_tf215",
                                                     "seed_compat")}
     tiny = [os.path.join(PROGRAMS, "tiny_steps.py")]
-    seed = [os.path.join(PROGRAMS, "seed_estimator.py"), f"--data_dir={FLAGS.data_dir}"]
+    seed = [os.path.join(PROGRAMS, "wav_estimator.py"), f"--data_dir={FLAGS.data_dir}"]
     for round_ in range(FLAGS.rounds):
         order = list(sides.items()) if round_ % 2 == 0 else list(reversed(sides.items()))
         for name, prefix in order:

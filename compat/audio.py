@@ -78,17 +78,26 @@ class BadFileLog:
             return f"{len(self.skipped)} unreadable file(s) skipped: {names}{more}"
 
 
-def _read_with_soundfile(path: str, sample_rate: int) -> np.ndarray:
-    """Reads any format libsndfile knows, mixes to mono, resamples. Raises BadAudioFileError."""
+_SOUNDFILE_ERRORS = (soundfile.LibsndfileError, RuntimeError, OSError, TypeError)
+
+
+def _check_header(path: str) -> None:
+    """Raises BadAudioFileError unless libsndfile reads `path`'s header as whole audio."""
     try:
         info = soundfile.info(path)
-        # libsndfile reads a truncated WAV silently; its header report says so.
-        if "(should be" in info.extra_info:
-            raise BadAudioFileError(path, "the file is truncated (header length and data disagree)")
+    except _SOUNDFILE_ERRORS as error:
+        raise BadAudioFileError(path, f"not a readable audio file ({error})") from error
+    # libsndfile reads a truncated WAV silently; its header report says so.
+    if "(should be" in info.extra_info:
+        raise BadAudioFileError(path, "the file is truncated (header length and data disagree)")
+
+
+def _read_with_soundfile(path: str, sample_rate: int) -> np.ndarray:
+    """Reads any format libsndfile knows, mixes to mono, resamples. Raises BadAudioFileError."""
+    _check_header(path)
+    try:
         data, file_rate = soundfile.read(path, dtype="float32", always_2d=True)
-    except BadAudioFileError:
-        raise
-    except (soundfile.LibsndfileError, RuntimeError, OSError, TypeError) as error:
+    except _SOUNDFILE_ERRORS as error:
         raise BadAudioFileError(path, f"not a readable audio file ({error})") from error
     if data.shape[0] == 0:
         raise BadAudioFileError(path, "the file holds no audio frames")
@@ -190,21 +199,38 @@ def all_decode_in_graph(paths: Sequence[str], sample_rate: int) -> bool:
     decode_wav with an error that does not name it, so the builder checks right before
     each pass that reads the files.
     """
+    return all(_decodes_in_graph_by_header(path, sample_rate) for path in paths)
+
+
+def _decodes_in_graph_by_header(path: str, sample_rate: int) -> bool | None:
+    """`_decodes_in_graph` for one file by its first 44 bytes; None for a file Python cannot read here
+    (a `gs://` path, a missing file) or that is not a regular file (a named pipe)."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        with open(path, "rb") as stream:
+            head = stream.read(_CANONICAL_WAV_HEADER_BYTES)
+    except OSError:
+        return None
+    header = np.zeros(_CANONICAL_WAV_HEADER_BYTES, np.int64)
+    header[: len(head)] = np.frombuffer(head, np.uint8)
+    return bool(_decodes_in_graph(header, info.st_size, sample_rate, np))
+
+
+def check_headers(paths: Sequence[str], sample_rate: int) -> None:
+    """Raises BadAudioFileError naming the first of `paths` whose header is not audio.
+
+    Called before a run's first epoch, so that a file that is no audio stops the
+    run before it trains rather than when the pass reaches it. Canonical 16-bit
+    WAVs are checked by their first 44 bytes; other files by libsndfile's header
+    reader (about 0.2 ms a file). Damage a header does not show (NaN samples)
+    is still found when the file is decoded. Files Python cannot open here (a
+    `gs://` path, a pipe) are left to the decoder.
+    """
     for path in paths:
-        try:
-            info = os.stat(path)
-            if not stat.S_ISREG(info.st_mode):
-                return False  # a pipe or device: only the checked path reads it, when tf.data gets there
-            with open(path, "rb") as stream:
-                head = stream.read(_CANONICAL_WAV_HEADER_BYTES)
-            size = info.st_size
-        except OSError:
-            return False
-        header = np.zeros(_CANONICAL_WAV_HEADER_BYTES, np.int64)
-        header[: len(head)] = np.frombuffer(head, np.uint8)
-        if not _decodes_in_graph(header, size, sample_rate, np):
-            return False
-    return True
+        if _decodes_in_graph_by_header(path, sample_rate) is False:
+            _check_header(path)
 
 
 def decode_wav_file(path: tf.Tensor) -> tf.Tensor:

@@ -419,6 +419,12 @@ def _open_entry(final: str, key: str) -> CachedSplit:
     return CachedSplit(None, final, entry.examples)
 
 
+def is_published(cache_dir: str, key: str) -> bool:
+    """Whether an entry is published under `key`: a run will read it rather than the files (a damaged
+    one is found and rebuilt when it is opened)."""
+    return os.path.isdir(os.path.join(_entries_dir(cache_dir), key))
+
+
 def list_entries(cache_dir: str) -> list[CacheEntry]:
     """Complete entries, least recently used first (temporary folders are never listed)."""
     folder = _entries_dir(cache_dir)

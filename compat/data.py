@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Union
 
 import tensorflow as tf
@@ -318,6 +318,26 @@ def _options(config: PipelineConfig) -> tf.data.Options:
 
 
 # -- public API -------------------------------------------------------------
+
+
+def check_audio(source: Source, config: PipelineConfig, splits: Sequence[str] = ("train", "eval", "test")) -> None:
+    """Raises audio.BadAudioFileError naming a file of `splits` that is no audio, before anything trains.
+
+    Only the splits a run will read from files are checked (a published disk
+    cache entry was checked when it was written); with `skip_bad_files` such
+    files are skipped as the pipeline meets them, and nothing is checked here.
+    """
+    if config.skip_bad_files:
+        return
+    source_index = index(source, config)
+    for split in splits:
+        table = source_index.table(split)
+        if config.cache == "disk" and cache.is_published(
+            config.resolved_cache_dir,
+            cache.fingerprint(table, _pre_cache_settings(config, split, training=split == "train")),
+        ):
+            continue
+        audio.check_headers(table.paths, config.sample_rate)
 
 
 def fill_cache(source: Source, config: PipelineConfig, split: str = "train") -> None:

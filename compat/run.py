@@ -148,17 +148,33 @@ class Run:
         return model
 
     def write_example_images(self, folder: str, count: int = 6) -> None:
-        """The features of the eval split's first `count` clips as TensorBoard images (`examples/<class>`),
-        time left to right, low bins at the bottom, each scaled to its own range: what the model sees."""
+        """`count` eval clips' features as TensorBoard images (`examples/<i>_<class>`), one class after
+        another (the split is in file order, class by class): time left to right, low bins at the bottom,
+        each scaled to its own range: what the model sees."""
         if self.pipeline.feature == "waveform":
             return  # a waveform is no picture
-        features, labels = next(iter(self.dataset("eval")))
-        clips = features[self.pipeline.feature_key][:count]
+        per_class = math.ceil(count / len(self.class_names))
+        by_class: dict[int, list[tf.Tensor]] = {}
+        for batch, labels in self.dataset("eval"):  # read until each class has its clips, or to the end
+            for clip, label in zip(batch[self.pipeline.feature_key], labels.numpy()):
+                clips = by_class.setdefault(int(label), [])
+                if len(clips) < per_class:
+                    clips.append(clip)
+            if sum(map(len, by_class.values())) == per_class * len(self.class_names):
+                break
+        # round robin over the classes: the first clip of each, then the second of each, ...
+        chosen = [
+            (clips[n], label) for n in range(count) for label, clips in sorted(by_class.items()) if n < len(clips)
+        ]
+        chosen = chosen[:count]
+        if not chosen:
+            return
+        clips = tf.stack([clip for clip, _ in chosen])
         low = tf.reduce_min(clips, axis=[1, 2], keepdims=True)
         scaled = (clips - low) / tf.maximum(tf.reduce_max(clips, axis=[1, 2], keepdims=True) - low, 1e-6)
         pictures = tf.reverse(tf.transpose(scaled, [0, 2, 1]), axis=[1])[..., tf.newaxis]  # [n, bins, frames, 1]
         with tf.summary.create_file_writer(folder).as_default(step=0):
-            for index, (picture, label) in enumerate(zip(pictures, labels[:count].numpy())):
+            for index, (picture, (_, label)) in enumerate(zip(pictures, chosen)):
                 tf.summary.image(
                     f"examples/{index}_{self.class_names[label]}",
                     picture[tf.newaxis],
@@ -241,5 +257,6 @@ def open_run(
             check_folder_mode(model_dir, mode)
         index = data.index(source, pipeline)
         index.log_summary()
+        data.check_audio(index, pipeline)
         plan = plan_steps(train, index.size("train"), pipeline.batch_size)
         yield Run(source, pipeline, model_config, train, model_dir, index, plan, started, strategy)

@@ -320,9 +320,9 @@ def test_a_full_disk_while_the_cache_is_written(tiny_data, tmp_path):
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["steps"] == 6
 
 
-@pytest.mark.parametrize("split", ["train", "eval", "test"])
-def test_a_non_audio_file_named_wav_stops_train_py_with_one_line_naming_it(tmp_path, split):
-    """Whichever split holds it: training reads train and eval, the end of the run reads test."""
+@pytest.mark.parametrize("split,mode", [("train", "keras"), ("eval", "estimator"), ("test", "keras")])
+def test_a_non_audio_file_named_wav_stops_train_py_before_it_trains_with_one_line_naming_it(tmp_path, split, mode):
+    """Whichever split holds it, the run stops before its first step, and leaves no folder it made."""
     data_dir = write_class_folders(tmp_path / "data", per_class=3)
     bad = os.path.join(data_dir, "high", "notes.wav")
     with open(bad, "w") as stream:
@@ -334,11 +334,13 @@ def test_a_non_audio_file_named_wav_stops_train_py_with_one_line_naming_it(tmp_p
     manifest = tmp_path / "manifest.csv"
     manifest.write_text("\n".join(rows) + "\n")
     result = train_in_process("--dataset=manifest", f"--manifest={manifest}", f"--model_dir={tmp_path / 'run'}",
-                              f"--cache_dir={tmp_path / 'cache'}", "--max_steps=4")
+                              f"--cache_dir={tmp_path / 'cache'}", "--max_steps=4", f"--mode={mode}")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith(f"train.py: error: cannot read audio file '{bad}'")
     assert "--skip_bad_files" in result.stderr
+    assert "Epoch 1" not in result.stdout and "loss = " not in result.stderr  # found before training
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_model_folder_that_cannot_be_made_is_one_line_naming_it(tmp_path):
@@ -372,7 +374,6 @@ def test_an_existing_model_folder_that_cannot_be_written_is_one_line_naming_the_
 
 
 def test_a_run_refused_before_it_trains_leaves_no_folder_it_made(tmp_path, class_folders):
-    # (an unreadable audio file is found while training reads it, by then the run has written its logs)
     """Bad input costs nothing: the model folder (and the parents) a refused run made are gone again, while a
     folder that was there before is kept with what it held."""
     one_class = tmp_path / "one_class" / "a"

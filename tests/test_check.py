@@ -55,11 +55,28 @@ def test_a_compat_v1_alias_resolves_every_name_below_it():
     assert all(status != compatibility.REFUSED for _, _, status in found)
 
 
+def test_a_name_whose_differences_depend_on_use_is_noted_only_for_what_the_file_uses():
+    """The Estimator differs for Keras 3 layers in a model_fn and for replication: a file that does neither
+    runs it as TF 2.15 did, and one that does both reads both notes (and RunConfig's for the cluster)."""
+    notes = {use.name: (use.status, use.note) for use in check.check_source(
+        open(os.path.join(SNIPPETS, "compat_v1_2019.py")).read())}
+    assert notes["tf.compat.v1.estimator.Estimator"] == (compatibility.SAME, "")
+    notes = {use.name: (use.status, use.note) for use in check.check_source(
+        open(os.path.join(SNIPPETS, "keras_layers_mirrored_2022.py")).read())}
+    status, note = notes["tf.estimator.Estimator"]
+    assert status == compatibility.DIFFERS and "Keras 3 layers" in note and "train_distribute" in note
+    assert notes["tf.estimator.RunConfig"][0] == compatibility.DIFFERS
+    without_keras = check.check_source("import tensorflow as tf\n"
+                                       "tf.estimator.Estimator(f, config=tf.estimator.RunConfig(train_distribute=s))\n")
+    status, note = {use.name: (use.status, use.note) for use in without_keras}["tf.estimator.Estimator"]
+    assert status == compatibility.DIFFERS and "Keras 3" not in note and "train_distribute" in note
+
+
 def test_renamed_from_imports_and_star_imports_are_followed_and_strings_are_not_uses():
     assert uses("from_imports_2021.py") == [
         (7, "tf.feature_column.numeric_column", compatibility.SAME),
         (11, "tf.estimator.DNNClassifier", compatibility.SAME),
-        (12, "tf.estimator.RunConfig", compatibility.DIFFERS),
+        (12, "tf.estimator.RunConfig", compatibility.SAME),  # no train_distribute: nothing differs
         (16, "tf.keras.estimator.model_to_estimator", compatibility.DIFFERS),
     ]
     assert uses("star_and_strings_2023.py") == [  # line 5's string and comment name nothing
@@ -75,14 +92,15 @@ def test_the_command_reports_per_file_and_fails_ci_on_a_refused_use(tmp_path, ca
     assert result.returncode == 1, result.stderr[-2000:]  # two snippets use refused names
     report = json.loads(result.stdout)
     verdicts = {os.path.basename(path): entry["verdict"] for path, entry in report["files"].items()}
-    assert verdicts == {"compat_v1_2019.py": "runs, with the differences listed",
+    assert verdicts == {"compat_v1_2019.py": "runs as on TF 2.15",
                         "from_imports_2021.py": "runs, with the differences listed",
+                        "keras_layers_mirrored_2022.py": "runs, with the differences listed",
                         "star_and_strings_2023.py": "uses something refused",
                         "tf1_2017.py": "uses something refused"}
     assert report["summary"][compatibility.REFUSED] == 5
     # the same entry point in process (the subprocess above is the command itself)
     assert check.main([os.path.join(SNIPPETS, "from_imports_2021.py")]) == 0
-    assert "4 uses (2 as TF 2.15, 2 differs)" in capsys.readouterr().out
+    assert "4 uses (3 as TF 2.15, 1 differs)" in capsys.readouterr().out
     broken = tmp_path / "broken.py"
     broken.write_text("import tensorflow as tf\ndef f(:\n")
     assert check.main([str(broken)]) == 2 and f"{broken}: not checked (SyntaxError" in capsys.readouterr().out

@@ -12,7 +12,7 @@ def test_every_tf_2_15_name_has_a_status_and_every_difference_says_how():
     assert len(compatibility.tf215_names()) == 157 and {"tf." + name for name in compatibility.tf215_names()} <= names
     for name, entry in rows:
         assert entry.status in (compatibility.SAME, compatibility.DIFFERS, compatibility.REFUSED), name
-        assert entry.status == compatibility.SAME or entry.note, f"{name} {entry.status} without saying how"
+        assert entry.status == compatibility.SAME or entry.described(), f"{name} {entry.status} without saying how"
 
 
 def test_lookup_takes_the_longest_prefix_and_the_v1_namespace():

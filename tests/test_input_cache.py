@@ -23,7 +23,7 @@ def clips(tmp_path):
 
 
 def wav_pipeline(data_dir: str, train: bool = True) -> tf.data.Dataset:
-    """The founding program's shape: file list, decode, shuffle, repeat, features, batch; seeded."""
+    """A legacy WAV input_fn's shape: file list, decode, shuffle, repeat, features, batch; seeded."""
     tf.random.set_seed(3)
     paths = sorted(glob.glob(os.path.join(data_dir, "*", "*.wav")))
     classes = sorted(os.listdir(data_dir))

@@ -7,7 +7,7 @@ import pytest
 
 from compat import synthetic
 from compat.sources import DataSource, DataSourceError, LabelledFile, list_split, stratified_splits
-from conftest import fsdd_dir, write_class_folders
+from conftest import REPO, fsdd_dir, write_class_folders
 
 
 def _all_splits(source, cache_dir, **kwargs):
@@ -117,6 +117,19 @@ def test_synthetic_dataset_is_generated_once_with_distinct_classes(tmp_path):
     assert os.path.getmtime(os.path.join(folder, "sine", "sine_0000.wav")) == first
     table = list_split(DataSource.parse("synthetic"), "train", str(tmp_path))
     assert len(table.class_names) == len(synthetic.CLASS_NAMES) and len(table) > 800
+
+
+def test_the_readmes_predict_example_names_test_clips_of_the_built_in_set(tmp_path):
+    """The README's first screen predicts on files the quick start wrote: they exist, in its test split."""
+    import re
+
+    readme = open(os.path.join(REPO, "README.md")).read()
+    named = re.findall(r"~/\.cache/estimator-compat/(synthetic-v\d+/\w+/\w+\.wav)", readme)
+    assert len(named) >= 2
+    folder = synthetic.ensure_dataset(str(tmp_path))
+    test = {os.path.relpath(path, tmp_path) for path in list_split(DataSource.parse("synthetic"), "test", str(tmp_path)).paths}
+    for name in named:
+        assert name.startswith(os.path.basename(folder) + "/") and name in test, name
 
 
 def test_synthetic_generation_is_deterministic(tmp_path):

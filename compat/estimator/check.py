@@ -154,8 +154,8 @@ def _on_surface(name: str) -> bool:
     return any(below == prefix.rstrip(".") or below.startswith(prefix) for prefix in SURFACE)
 
 
-def _uses_in(tree: ast.AST, aliases: _Aliases) -> Iterator[tuple[int, str]]:
-    """(line, `tf.`-rooted name) of every attribute chain or bare name that reaches the surface."""
+def _names_in(tree: ast.AST, aliases: _Aliases) -> Iterator[tuple[int, str]]:
+    """(line, `tf.`-rooted name) of every attribute chain or bare name that reaches TensorFlow."""
     inner: set[int] = set()  # chains inside a longer chain, reported as the longer one
     star_names = {
         name.rsplit(".", 1)[1]: name
@@ -182,9 +182,21 @@ def _uses_in(tree: ast.AST, aliases: _Aliases) -> Iterator[tuple[int, str]]:
             name = ".".join([star_names[root], *parts])
         else:
             continue
-        name = _canonical(name)
-        if _on_surface(name):
-            yield node.lineno, _shortest_known(name)
+        yield node.lineno, _canonical(name)
+
+
+def _program_uses(tree: ast.AST, names: Iterable[str]) -> frozenset[str]:
+    """What a table row's cases are met by: the names below `tf.` the file reaches, the keyword
+    arguments it passes (`train_distribute=`), and `keras.layers.` when it imports Keras 3 itself."""
+    uses = {name[len("tf.") :] for name in names}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg:
+            uses.add(f"{node.arg}=")
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any(module == "keras" or module.startswith("keras.") for module in modules):
+                uses.add("keras.layers.")
+    return frozenset(uses)
 
 
 # where a name below each Estimator namespace resolves after install()
@@ -211,9 +223,11 @@ def check_source(source: str, path: str = "<string>") -> list[Use]:
     tree = ast.parse(source, filename=path)
     aliases = _Aliases()
     aliases.visit(tree)
+    found = set(_names_in(tree, aliases))
+    program = _program_uses(tree, (name for _, name in found))
     uses = []
-    for line, name in sorted(set(_uses_in(tree, aliases))):
-        entry = compatibility.lookup(name)
+    for line, name in sorted({(line, _shortest_known(name)) for line, name in found if _on_surface(name)}):
+        entry = compatibility.lookup(name).in_program(program)
         if _missing_here(name):
             entry = compatibility.Entry(compatibility.UNKNOWN, "no such name in this namespace, here or in TF 2.15")
         uses.append(Use(path, line, name, entry.status, entry.note))

@@ -28,9 +28,35 @@ UNKNOWN = "unknown"
 
 
 @dataclasses.dataclass(frozen=True)
+class Case:
+    """A difference a program meets only when it uses one of `uses`: names below `tf.` (by prefix,
+    `keras.layers.`) or keyword arguments (`train_distribute=`)."""
+
+    uses: tuple[str, ...]
+    note: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Entry:
+    """A name's status and note; with `cases`, the name runs as TF 2.15 for a program that uses none of
+    the cases' names, and differs as their notes say for one that does."""
+
     status: str
     note: str = ""
+    cases: tuple[Case, ...] = ()
+
+    def described(self) -> str:
+        """The note and every case, for the table."""
+        return "; ".join([self.note] * bool(self.note) + [case.note for case in self.cases])
+
+    def in_program(self, uses: frozenset[str]) -> Entry:
+        """The row as a program meets it that uses `uses` (names below `tf.`, and `keyword=` names)."""
+        if not self.cases:
+            return self
+        met = [case.note for case in self.cases if any(use.startswith(case.uses) for use in uses)]
+        if not met and not self.note:
+            return Entry(SAME)
+        return Entry(self.status, "; ".join([self.note] * bool(self.note) + met))
 
 
 _KERAS_ENGINE = (
@@ -139,22 +165,39 @@ _TF1_ONLY_TRAIN = (
     "write_graph",
 )
 
+# What a program that replicates its model_fn uses (see Case)
+_DISTRIBUTED = ("train_distribute=", "eval_distribute=", "distribute.", "compat.v1.distribute.")
+
 # Exact names (below `tf.`) and prefixes (ending in "."), for both namespaces where both had the name.
 _ROWS: dict[str, Entry] = {
     # -- the Estimator and its specs
     "estimator.Estimator": Entry(
         DIFFERS,
-        "Keras 3 layers called in a model_fn without training= follow the mode and "
-        "update their state every step (TF 2.15 ran them in inference mode and never "
-        "updated them); under train_distribute/eval_distribute (MirroredStrategy, MultiWorkerMirroredStrategy) "
-        "it replicates the model_fn as TF 2.15 did, without the extra inter-op threads and "
-        "ReductionToOneDevice TF 2.15 needed on a 2-core machine; other strategies of several replicas are "
-        "refused when the Estimator is made",
+        cases=(
+            Case(
+                ("keras.layers.",),
+                "Keras 3 layers called in a model_fn without training= follow the mode and "
+                "update their state every step (TF 2.15 ran them in inference mode and never "
+                "updated them)",
+            ),
+            Case(
+                _DISTRIBUTED,
+                "under train_distribute/eval_distribute (MirroredStrategy, MultiWorkerMirroredStrategy) "
+                "it replicates the model_fn as TF 2.15 did, without the extra inter-op threads and "
+                "ReductionToOneDevice TF 2.15 needed on a 2-core machine; other strategies of several replicas "
+                "are refused when the Estimator is made",
+            ),
+        ),
     ),
     "estimator.RunConfig": Entry(
         DIFFERS,
-        "with train_distribute in a cluster, the task's properties come from "
-        "TF_CONFIG (TF 2.15 left them to its distribute coordinator; as there, an evaluator's is_chief is True)",
+        cases=(
+            Case(
+                _DISTRIBUTED,
+                "with train_distribute in a cluster, the task's properties come from TF_CONFIG (TF 2.15 left "
+                "them to its distribute coordinator; as there, an evaluator's is_chief is True)",
+            ),
+        ),
     ),
     "estimator.train_and_evaluate": Entry(
         DIFFERS,
@@ -368,7 +411,7 @@ def markdown() -> str:
         "| name | status | how it differs, or what to use |",
         "|---|---|---|",
     ]
-    lines += [f"| `{name}` | {entry.status} | {entry.note} |" for name, entry in rows]
+    lines += [f"| `{name}` | {entry.status} | {entry.described()} |" for name, entry in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -377,7 +420,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(markdown())
     else:
         for name, entry in table():
-            print(f"{name:65s} {entry.status:11s} {entry.note}")
+            print(f"{name:65s} {entry.status:11s} {entry.described()}")
     return 0
 
 

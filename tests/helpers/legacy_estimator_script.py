@@ -1,4 +1,4 @@
-"""A training script in the shape of the founding question, written for tf.estimator (TF <= 2.15).
+"""A training script of a WAV input_fn feeding a model_fn, written for tf.estimator (TF <= 2.15).
 
     python legacy_estimator_script.py MODEL_DIR
 

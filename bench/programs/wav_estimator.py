@@ -1,6 +1,6 @@
-"""A 2018-style Estimator program in the founding question's shape, written for TF <= 2.15.
+"""A 2018-style Estimator program in the shape of a WAV input_fn feeding a model_fn, written for TF <= 2.15.
 
-    python seed_estimator.py --data_dir FSDD_RECORDINGS --model_dir DIR [--steps 600]
+    python wav_estimator.py --data_dir FSDD_RECORDINGS --model_dir DIR [--steps 600]
 
 Its input_fn decodes WAV files with tf.data one map after another, with no
 prefetch; a compiled tf.keras model goes through model_to_estimator, then
@@ -17,7 +17,7 @@ import time
 
 import tensorflow as tf
 
-parser = argparse.ArgumentParser(description="The founding question's Estimator program.")
+parser = argparse.ArgumentParser(description="The example Estimator program.")
 parser.add_argument("--data_dir", required=True, help="FSDD recordings folder")
 parser.add_argument("--model_dir", required=True, help="the Estimator's model folder (a new one to train afresh)")
 parser.add_argument("--steps", type=int, default=600)

@@ -1,6 +1,6 @@
-"""The founding question's program as 2018-2019 code had it, written for TF <= 2.15.
+"""The example Estimator program as 2018-2019 code had it, written for TF <= 2.15.
 
-    python founding_iterator.py --data_dir FSDD_RECORDINGS --model_dir DIR [--steps 300] [--seed_keras]
+    python iterator_estimator.py --data_dir FSDD_RECORDINGS --model_dir DIR [--steps 300] [--seed_keras]
 
 Its input_fn returns `make_one_shot_iterator(dataset).get_next()`; a compiled
 tf.keras model (1-D convolutions, dropout) goes through model_to_estimator with
@@ -8,7 +8,7 @@ RunConfig(tf_random_seed=7); train_and_evaluate trains --steps (default 300) wit
 an evaluation every 100. The Keras model's initial weights come from Keras'
 own generator, which tf_random_seed does not reach (in TF 2.15 either):
 --seed_keras seeds it too (tf.keras.utils.set_random_seed(7)), making the run
-reproducible. Prints one JSON line. bench/founding_accuracy.py runs it under
+reproducible. Prints one JSON line. bench/accuracy_vs_tf215.py runs it under
 TF 2.15 and compat.estimator.
 """
 import argparse
@@ -19,7 +19,7 @@ import time
 
 import tensorflow as tf
 
-parser = argparse.ArgumentParser(description="The founding question's program as 2018-2019 code had it.")
+parser = argparse.ArgumentParser(description="The example Estimator program as 2018-2019 code had it.")
 parser.add_argument("--data_dir", required=True, help="FSDD recordings folder")
 parser.add_argument("--model_dir", required=True, help="the Estimator's model folder (a new one to train afresh)")
 parser.add_argument("--steps", type=int, default=300)

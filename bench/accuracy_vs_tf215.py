@@ -1,8 +1,8 @@
-"""Does the founding question's program train as well here as on TF 2.15? Accuracy over repeated runs.
+"""Does the example Estimator program train as well here as on TF 2.15? Accuracy over repeated runs.
 
-    python bench/founding_accuracy.py --data_dir ../shared/data/fsdd/recordings [--runs 5] [--venv DIR]
+    python bench/accuracy_vs_tf215.py --data_dir ../shared/data/fsdd/recordings [--runs 5] [--venv DIR]
 
-Runs bench/programs/founding_iterator.py (make_one_shot_iterator input_fn,
+Runs bench/programs/iterator_estimator.py (make_one_shot_iterator input_fn,
 model_to_estimator, tf_random_seed=7, 300 steps) `--runs` times under TF 2.15's
 tf.estimator and under compat.estimator, alternating which goes first, and
 prints each run's test accuracy with the mean and standard deviation per side.
@@ -36,10 +36,10 @@ FLAGS = flags.FLAGS
 def main(argv) -> None:
     del argv
     sides = {"TF 2.15": [tf215_python(FLAGS.venv)], "compat": [sys.executable, "-c", INSTALL_THEN_RUN]}
-    program = [os.path.join(PROGRAMS, "founding_iterator.py"), f"--data_dir={FLAGS.data_dir}"]
+    program = [os.path.join(PROGRAMS, "iterator_estimator.py"), f"--data_dir={FLAGS.data_dir}"]
 
     def accuracy(prefix: list, *extra: str) -> float:
-        model_dir = tempfile.mkdtemp(prefix="founding-")
+        model_dir = tempfile.mkdtemp(prefix="iterator-estimator-")
         return run([*prefix, *program, f"--model_dir={model_dir}", f"--steps={FLAGS.steps}", *extra])[0]["accuracy"]
 
     accuracies: dict[str, list[float]] = {name: [] for name in sides}

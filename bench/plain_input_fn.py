@@ -1,10 +1,10 @@
-"""The founding question's input_fn, shared by bench/pipeline.py and bench/overlap.py."""
+"""The plain input_fn, shared by bench/pipeline.py and bench/overlap.py."""
 
 from __future__ import annotations
 
 
-def founding_dataset(paths, labels, config, parallel: bool, batch: int):
-    """The founding question's input_fn, with the builder's decode and features: `batch`-sized batches.
+def plain_dataset(paths, labels, config, parallel: bool, batch: int):
+    """The plain input_fn, with the builder's decode and features: `batch`-sized batches.
 
     parallel=False is the question as asked (sequential maps, no prefetch, tf.data's
     autotune and automatic optimisations off); parallel=True is the usual answer

@@ -1,31 +1,31 @@
 #!/usr/bin/env bash
-# docs/performance.md's figures in one sitting: the benches that the README and that
+# docs/performance.md's figures in one run: the benches that the README and that
 # page quote (all but the kill table's faults.py and startup's --packages row), one
 # after the other, so that their ratios come from the same hour of the same machine
 # (machines of this kind drift by a third from hour to hour).
 #
-#   bash bench/sitting.sh FSDD_RECORDINGS_DIR [OUT_DIR] [TF215_VENV]
+#   bash bench/run_all.sh FSDD_RECORDINGS_DIR [OUT_DIR] [TF215_VENV]
 #
-# Run it with nothing else running (13 minutes on 2 cores in the 2026-12-03 sitting).
+# Run it with nothing else running (13 minutes on 2 cores on 2026-12-03).
 # Without TF215_VENV, the first bench that needs TF 2.15 creates its default
-# environment (a pip install) inside the sitting: create it before, or pass one.
+# environment (a pip install) inside the run: create it before, or pass one.
 # Each bench's whole output goes to OUT_DIR/NAME.log (and JSON where the bench writes
 # one); its last lines are printed as it ends.
 set -u
 if [ $# -lt 1 ] || [ ! -d "$1" ]; then
-  echo "usage: bash bench/sitting.sh FSDD_RECORDINGS_DIR [OUT_DIR] [TF215_VENV]" >&2
+  echo "usage: bash bench/run_all.sh FSDD_RECORDINGS_DIR [OUT_DIR] [TF215_VENV]" >&2
   echo "FSDD_RECORDINGS_DIR must be a folder of FSDD's WAV files (got '${1:-}')" >&2
   exit 2
 fi
 data_dir=$(cd "$1" && pwd)
-out=${2:-${TMPDIR:-/tmp}/bench-sitting}
+out=${2:-${TMPDIR:-/tmp}/bench-all}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
 venv_flag=()
 if [ $# -ge 3 ]; then venv_flag=(--venv "$(realpath -m "$3")"); fi
 # The benches are run as bench/NAME.py from the repository root, wherever this is called from.
 cd "$(dirname "$0")/.."
 python=${PYTHON:-.venv/bin/python}
-echo "sitting: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo "benches: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 
 failed=0
 run() {
@@ -46,5 +46,5 @@ run device_prefetch bench/device_prefetch.py --data_dir "$data_dir" --rounds 1
 run overlap bench/overlap.py --data_dir "$data_dir" --rounds 5 --modes
 run stages bench/stages.py --data_dir "$data_dir" --rounds 5
 run ps_cluster bench/ps_cluster.py --rounds 3 "${venv_flag[@]}"
-echo "sitting ended: $(date -u '+%H:%M:%S UTC')"
+echo "benches ended: $(date -u '+%H:%M:%S UTC')"
 exit $failed
