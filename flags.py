@@ -13,7 +13,6 @@ import os
 from absl import flags
 
 import models
-from compat import atomic
 from compat.config import (
     AUTOTUNE,
     CACHE_MODES,
@@ -27,7 +26,8 @@ from compat.config import (
     TuneConfig,
     replace_fields,
 )
-from compat.sources import DataSource
+from compat.core import atomic
+from compat.data.sources import DataSource
 
 FLAGS = flags.FLAGS
 _GROUP_STARTS: list[tuple[str, frozenset[str]]] = []  # (concern, the flags defined before it)
@@ -202,7 +202,7 @@ flags.DEFINE_integer(
 flags.DEFINE_string(
     "tf_data_service",
     None,
-    "grpc://HOST:PORT of a tf.data service dispatcher (python -m compat.data_service): its "
+    "grpc://HOST:PORT of a tf.data service dispatcher (python -m compat.data.service): its "
     "workers read and decode the training split; batching and augmentation stay here.",
 )
 
@@ -256,13 +256,6 @@ def _data_flags_agree(values: dict) -> bool:
     if dataset == "fsdd":
         return not manifest
     return not data_dir and not manifest
-
-
-@flags.multi_flags_validator(
-    ["time_shift_ms", "crop_margin_ms"], message="--time_shift_ms must not exceed --crop_margin_ms"
-)
-def _shift_within_margin(values: dict) -> bool:
-    return values["time_shift_ms"] <= values["crop_margin_ms"]
 
 
 @flags.multi_flags_validator(

@@ -28,7 +28,7 @@ def train_model(configs: flags.Configs) -> None:
     """--mode=keras or --mode=estimator: train, evaluate the test split, print the result."""
     import importlib
 
-    from compat import distribution, model_folder, run
+    from compat.modes import distribution, model_folder, run
 
     distribution.check_cluster(configs.mode, configs.distribution.distribution_strategy)
     # First: MultiWorkerMirrored sets up collectives at startup, and ParameterServerStrategy connects this
@@ -36,7 +36,7 @@ def train_model(configs: flags.Configs) -> None:
     strategy = distribution.strategy_for(configs.distribution)
     chief = distribution.is_chief_task()
     # Only the mode's own module: compat.estimator (and tf_keras, for its heads) take about 1 s to import.
-    mode = importlib.import_module({"keras": "compat.keras_mode", "estimator": "compat.estimator_mode"}[configs.mode])
+    mode = importlib.import_module(f"compat.modes.{configs.mode}_mode")
     with run.open_run(
         configs.source,
         configs.pipeline,
@@ -66,7 +66,7 @@ def train_model(configs: flags.Configs) -> None:
 
 def tune(configs: flags.Configs) -> None:
     """--mode=tune: a keras-tuner search, or the pipeline's speed settings; writes best.flags."""
-    from compat import distribution, model_folder, run, tuning
+    from compat.modes import distribution, model_folder, run, tuning
 
     distribution.check_cluster("tune")
     if configs.tune_target == "model":
@@ -218,7 +218,7 @@ def _interrupted(model_dir: str):
     """
 
     def handler(signum, frame) -> None:
-        from compat.model_folder import last_saved_step
+        from compat.modes.model_folder import last_saved_step
 
         step = last_saved_step(model_dir)
         saved = f"its last checkpoint is at step {step}" if step is not None else "no checkpoint was saved yet"
@@ -262,7 +262,7 @@ def _folders_to_make(folder: str) -> list[str]:
 def _remove_if_still_empty(folders: list[str]) -> None:
     """Removes the folders this run made (innermost first) while they hold nothing but the flags this run
     wrote into the model folder: a run refused before it trained leaves no folder behind."""
-    from compat.model_folder import FLAGS_FILE
+    from compat.modes.model_folder import FLAGS_FILE
 
     if folders and os.path.isdir(folders[0]) and os.listdir(folders[0]) == [FLAGS_FILE]:
         os.remove(os.path.join(folders[0], FLAGS_FILE))
@@ -291,7 +291,7 @@ def parse_flags(argv: list[str]) -> list[str]:
 
 def predict(model_dir: str, paths: list[str]) -> None:
     """--mode=predict: one line per file, `path<TAB>class<TAB>probability`; exit 1 if a file is unreadable."""
-    from compat.predict import Classifier, NoClassifierError, export_dir_of
+    from compat.modes.predict import Classifier, NoClassifierError, export_dir_of
 
     if not paths:
         fail(
@@ -317,14 +317,8 @@ def main(argv: list[str]) -> None:
     if len(argv) > 1 and flags.FLAGS.mode != "predict":
         fail(f"unexpected arguments: {' '.join(argv[1:])} (flags are --name=value)")
     _import_tensorflow_quietly()  # first: the imports below load TensorFlow
-    from compat.atomic import FolderInUseError, FolderNotCreatedError
-    from compat.checkpoints import CheckpointMismatchError, NoReadableCheckpointError
-    from compat.distribution import UnsupportedStrategyError
-    from compat.divergence import TrainingDiverged
-    from compat.fetch import FetchError
-    from compat.model_folder import OtherModesFolderError
-    from compat.sources import DataSourceError
-    from compat.tuning import TunerNotInstalledError
+    from compat.core.checkpoints import CheckpointMismatchError
+    from compat.core.errors import UserError
 
     try:
         configs = flags.configs_from_flags()
@@ -346,38 +340,22 @@ def main(argv: list[str]) -> None:
             tune(configs)
         else:
             train_model(configs)
-    except (
-        DataSourceError,
-        FetchError,
-        FolderInUseError,
-        FolderNotCreatedError,
-        UnsupportedStrategyError,
-        NoReadableCheckpointError,
-        OtherModesFolderError,
-        TunerNotInstalledError,
-    ) as error:
+    except UserError as error:  # bad input, a refused setting, a file found bad, a loss gone NaN: one line
         _remove_if_still_empty(made)  # a refused run leaves no folder it made
-        fail(str(error))
-    except CheckpointMismatchError as error:
-        import tensorflow as tf
+        message = str(error)
+        if isinstance(error, CheckpointMismatchError):
+            import tensorflow as tf
 
-        from compat.model_folder import FLAGS_FILE
+            from compat.modes.model_folder import FLAGS_FILE
 
-        saved = os.path.join(configs.model_dir, FLAGS_FILE)
-        fail(
-            f"{error}"
-            + (
-                f"; the flags it was trained with are in {saved} (--flagfile={saved})"
-                if tf.io.gfile.exists(saved)
-                else ""
-            )
-        )
-    except TrainingDiverged as error:
-        fail(str(error), exit_code=1)
+            saved = os.path.join(configs.model_dir, FLAGS_FILE)
+            if tf.io.gfile.exists(saved):
+                message += f"; the flags it was trained with are in {saved} (--flagfile={saved})"
+        fail(message, exit_code=error.exit_code)
     except Exception as error:  # a full disk, a file gone or unreadable: one line, not a traceback
-        from compat.audio import bad_audio_file_message
-        from compat.faults import storage_problem
-        from compat.model_folder import last_saved_step
+        from compat.core.faults import storage_problem
+        from compat.data.audio import bad_audio_file_message
+        from compat.modes.model_folder import last_saved_step
 
         bad_audio = bad_audio_file_message(error)
         if bad_audio is not None:

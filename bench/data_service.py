@@ -6,7 +6,7 @@ Rows (FSDD's training split, its own 8 kHz, the default log-mel features, batch 
 
   local        the builder in this process with cache=none: it decodes every epoch,
                the same work the service's workers do
-  service_1    --tf_data_service: a dispatcher and one worker (python -m compat.data_service)
+  service_1    --tf_data_service: a dispatcher and one worker (python -m compat.data.service)
   service_2    the same with two workers
 
 Every server is a real process on 127.0.0.1, started here. Each row reads
@@ -42,8 +42,8 @@ BATCH, WARMUP, BATCHES, ROUNDS = 64, 10, 60, 3
 
 
 def start_server(processes: list, *args: str) -> str:
-    """Starts `python -m compat.data_service ARGS`, adds it to `processes` (to be stopped), returns its HOST:PORT."""
-    process = subprocess.Popen([sys.executable, "-m", "compat.data_service", *args], cwd=REPO,
+    """Starts `python -m compat.data.service ARGS`, adds it to `processes` (to be stopped), returns its HOST:PORT."""
+    process = subprocess.Popen([sys.executable, "-m", "compat.data.service", *args], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     processes.append(process)
     line = process.stdout.readline()

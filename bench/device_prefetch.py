@@ -2,7 +2,7 @@
 
     python bench/device_prefetch.py --data_dir ../shared/data/fsdd/recordings [--rounds 3] [--steps 600]
 
-`compat.distribution.prefetch_to_accelerator` is the last stage of the builder
+`compat.modes.distribution.prefetch_to_accelerator` is the last stage of the builder
 (`train.py --mode=keras|estimator`) and of the Estimator engine's reading of a
 user's own input_fn; `COMPAT_PREFETCH_TO_DEVICE=0` turns it off. Two programs
 run with it on and off, in alternating rounds:
@@ -32,7 +32,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from bench.tf215 import INSTALL_THEN_RUN, PROGRAMS, run  # noqa: E402
-from compat.distribution import DEVICE_PREFETCH_VARIABLE  # noqa: E402
+from compat.core.strategies import DEVICE_PREFETCH_VARIABLE  # noqa: E402
 
 flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
 flags.DEFINE_integer("rounds", 3, "Interleaved rounds (medians are reported).", lower_bound=1)

@@ -62,7 +62,7 @@ def command(mode: str, model_dir: str, cache_dir: str) -> list[str]:
 
 
 def newest_checkpoint_step(model_dir: str) -> int | None:
-    from compat.model_folder import last_saved_step  # either mode's layout
+    from compat.modes.model_folder import last_saved_step  # either mode's layout
 
     return last_saved_step(model_dir)
 

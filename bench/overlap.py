@@ -113,10 +113,10 @@ def _mode_rows(source: str, cache_dir: str, step: float, epochs: int) -> dict:
     """The step as a sleep inside the model's train step, through the two training modes."""
     import keras
 
-    from compat import estimator_mode, keras_mode
+    from compat.modes import estimator_mode, keras_mode
     from compat.config import TrainConfig
     from compat.data import feature_shape as data_feature_shape
-    from compat.run import Run, open_run
+    from compat.modes.run import Run, open_run
     from models import ModelConfig
 
     @keras.saving.register_keras_serializable("bench")

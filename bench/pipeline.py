@@ -104,7 +104,7 @@ def _builder(source: str, config):
 
 
 def _warm_child(cache_dir: str) -> None:
-    from compat.sources import DataSource, list_split
+    from compat.data.sources import DataSource, list_split
 
     config = _config(cache_dir)
     source = "fsdd:" + FLAGS.data_dir
@@ -117,7 +117,7 @@ def main(argv) -> None:
     if FLAGS.warm_child:
         return _warm_child(FLAGS.warm_child)
 
-    from compat.sources import DataSource, list_split
+    from compat.data.sources import DataSource, list_split
 
     cache_dir = tempfile.mkdtemp(prefix="bench-pipeline-")
     config = _config(cache_dir)

@@ -12,7 +12,7 @@ def plain_dataset(paths, labels, config, parallel: bool, batch: int):
     """
     import tensorflow as tf
 
-    from compat import audio
+    from compat.data import audio
     from compat.data import window_samples
 
     spec = config.feature_spec

@@ -63,8 +63,9 @@ def cpu_per_example(make_dataset: Callable[[], tf.data.Dataset], elements: int, 
 
 def main(argv: list[str]) -> None:
     del argv
-    from compat import audio, data
-    from compat.sources import DataSource, list_split
+    from compat import data
+    from compat.data import audio
+    from compat.data.sources import DataSource, list_split
 
     cache_dir = tempfile.mkdtemp(prefix="bench-stages-")
     config = data.PipelineConfig(sample_rate=8000, cache_dir=cache_dir, batch_size=BATCH)

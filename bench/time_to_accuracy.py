@@ -8,7 +8,7 @@ Rows, interleaved over rounds (medians), each a whole process from a cold start:
   train.py synthetic   `python train.py`, a fresh cache folder (the dataset is generated)
   train.py fsdd        `python train.py --dataset=fsdd --data_dir=DIR`, a fresh cache folder
 
-Targets (issue 23): FSDD >= 99.3 % test accuracy (at most 2 errors in 300) and the
+Targets: FSDD >= 99.3 % test accuracy (at most 2 errors in 300) and the
 synthetic set >= 95 %, each within 1x the yardstick's time.
 """
 

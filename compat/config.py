@@ -117,7 +117,7 @@ class PipelineConfig:
     deterministic: bool = False  # True: bit-reproducible training order, slower parallel maps (eval: always)
     prefetch_to_device: bool = True  # only acts when a GPU is visible
     # grpc://HOST:PORT of a tf.data service dispatcher: its workers read, decode and compute the
-    # training split's features (python -m compat.data_service); None: this process does.
+    # training split's features (python -m compat.data.service); None: this process does.
     data_service: str | None = None
     seed: int = 0
 
@@ -246,7 +246,7 @@ STRATEGIES = ("off", "mirrored", "multi_worker_mirrored", "parameter_server")
 
 @dataclasses.dataclass(frozen=True)
 class DistributionConfig:
-    """Which tf.distribute strategy trains, with TensorFlow Model Garden's flag meanings (`compat.distribution`)."""
+    """Which tf.distribute strategy trains, with Model Garden's flag meanings (`compat.modes.distribution`)."""
 
     distribution_strategy: str = "off"
     num_gpus: int = 0  # mirrored: GPUs to mirror on; 0 mirrors on the CPU

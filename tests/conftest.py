@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 
@@ -21,16 +22,57 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HELPERS = os.path.join(REPO, "tests", "helpers")
 
 
-# The files that keep a worker longest (seconds on 2 cores, `pytest --durations=0`, 2026-12-03), run first: with
-# `--dist loadfile` (pyproject) a file runs whole on one worker, so a long file that starts last leaves the other
-# worker idle until it ends. The rest follow in name order.
-LONGEST_FIRST = ("test_train_cli.py", "test_distributed.py", "test_tune_cli.py", "test_parameter_server.py",
-                 "test_cache.py", "test_input_cache.py", "test_canned_v1.py", "test_bad_input.py")
+# Test tiers and order come from recorded durations (tests/durations.json: seconds per test id, setup and call,
+# on 2 cores), rewritten by `python -m pytest --record-durations` after a whole run:
+# - a test recorded at SLOW_SECONDS or more is marked `slow` (they start processes, clusters or whole training
+#   runs); `python -m pytest -m "not slow"` is the fast tier. A new test counts as fast until it is recorded.
+# - files run longest first: with `--dist loadfile` (pyproject) a file runs whole on one worker, so a long file
+#   that starts last would leave the other worker idle until it ends.
+DURATIONS = os.path.join(os.path.dirname(__file__), "durations.json")
+SLOW_SECONDS = 2.0
 
 
-def pytest_collection_modifyitems(items: list) -> None:
-    rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its own order
+def pytest_addoption(parser) -> None:
+    parser.addoption("--record-durations", action="store_true",
+                     help=f"write each test's setup + call seconds to {DURATIONS} (after a whole run)")
+
+
+def _recorded() -> dict[str, float]:
+    try:
+        with open(DURATIONS) as stream:
+            return json.load(stream)
+    except FileNotFoundError:
+        return {}
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", f"slow: recorded at {SLOW_SECONDS} s or more (tests/durations.json)")
+
+
+def pytest_collection_modifyitems(config, items: list) -> None:
+    recorded = _recorded()
+    per_file: dict[str, float] = {}
+    for item in items:
+        seconds = recorded.get(item.nodeid, 0.0)
+        per_file[item.path.name] = per_file.get(item.path.name, 0.0) + seconds
+        if seconds >= SLOW_SECONDS:
+            item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: -per_file[item.path.name])  # stable: each file keeps its own order
+
+
+_SEEN: dict[str, float] = {}  # this run's setup + call seconds per test (the controller's, under xdist)
+
+
+def pytest_runtest_logreport(report) -> None:
+    if report.when in ("setup", "call"):
+        _SEEN[report.nodeid] = _SEEN.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if session.config.getoption("--record-durations") and not hasattr(session.config, "workerinput"):
+        with open(DURATIONS, "w") as stream:
+            json.dump({name: round(seconds, 2) for name, seconds in sorted(_SEEN.items())}, stream, indent=0)
+            stream.write("\n")
 
 
 def fsdd_dir() -> str | None:
@@ -155,7 +197,7 @@ def installed():
     """tf.estimator (and the other names install() sets) resolve to compat.estimator during the test; after it,
     the process is as importing compat.estimator left it."""
     import compat.estimator as estimator
-    from compat import tf_internals
+    from compat.core import tf_internals
 
     estimator.install()
     yield

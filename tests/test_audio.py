@@ -8,7 +8,7 @@ import pytest
 import soundfile
 import tensorflow as tf
 
-from compat import audio
+from compat.data import audio
 from compat.data import PipelineConfig
 from conftest import tone
 

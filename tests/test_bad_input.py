@@ -22,8 +22,8 @@ import tensorflow as tf
 from conftest import REPO, tone, train_in_process, write_class_folders
 
 from compat import data
-from compat.faults import storage_problem
-from compat.sources import DataSource, DataSourceError, build_index, list_split
+from compat.core.faults import storage_problem
+from compat.data.sources import DataSource, DataSourceError, build_index, list_split
 
 RATE = 16000
 
@@ -305,7 +305,7 @@ def test_a_full_disk_while_the_cache_is_written(tiny_data, tmp_path):
     # ("File too large"), or a pass that ended on a short segment is found incomplete before publishing
     # ("was not written whole"). Both are the same fault; what holds either way is checked below.
     assert "File too large" in last or "was not written whole" in last
-    from compat import cache
+    from compat.data import cache
 
     entries = cache.list_entries(str(tmp_path / "cache"))
     assert {entry.description["split"] for entry in entries} <= {"eval", "test"}  # the training split's: never

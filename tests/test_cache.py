@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import soundfile
 
-from compat import cache, data
-from compat.sources import DataSource, list_split, split_position
+from compat import data
+from compat.data import cache
+from compat.data.sources import DataSource, list_split, split_position
 from conftest import HELPERS, run_helper, write_class_folders
 
 
@@ -136,10 +137,10 @@ def test_entries_can_be_listed_and_removed(tmp_path):
     assert cache.remove_entries(cache_dir, unused_for_seconds=3600) == []
     removed = cache.remove_entries(cache_dir, keys=[entries[0].key])
     assert [e.key for e in removed] == [entries[0].key]
-    listed = subprocess.run([sys.executable, "-m", "compat.cache", "list", f"--cache_dir={cache_dir}"],
+    listed = subprocess.run([sys.executable, "-m", "compat.data.cache", "list", f"--cache_dir={cache_dir}"],
                             capture_output=True, text=True, check=True).stdout
     assert entries[1].key in listed and entries[0].key not in listed and "1 entry listed" in listed
-    removed = subprocess.run([sys.executable, "-m", "compat.cache", "remove", f"--cache_dir={cache_dir}"],
+    removed = subprocess.run([sys.executable, "-m", "compat.data.cache", "remove", f"--cache_dir={cache_dir}"],
                              capture_output=True, text=True, check=True).stdout
     assert "1 entry removed" in removed and cache.list_entries(cache_dir) == []
 

@@ -9,8 +9,9 @@ import pytest
 import soundfile
 import tensorflow as tf
 
-from compat import audio, data
-from compat.audio import BadAudioFileError
+from compat import data
+from compat.data import audio
+from compat.data.audio import BadAudioFileError
 from conftest import fsdd_dir, tone, write_class_folders
 
 

@@ -196,8 +196,8 @@ def test_train_py_on_a_parameter_server_cluster_the_chief_coordinates_and_the_wo
 
 
 def start_server(*args: str) -> tuple[subprocess.Popen, str]:
-    """`python -m compat.data_service ...`, once it serves: the process and its HOST:PORT."""
-    process = subprocess.Popen([sys.executable, "-m", "compat.data_service", *args], cwd=REPO,
+    """`python -m compat.data.service ...`, once it serves: the process and its HOST:PORT."""
+    process = subprocess.Popen([sys.executable, "-m", "compat.data.service", *args], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = process.stdout.readline()
     if "listening on" not in line:
@@ -277,3 +277,21 @@ def test_a_tf_config_the_mode_cannot_run_is_refused_before_anything_is_written(t
     result = train_in_process(*flags, f"--model_dir={tmp_path / 'run'}")
     assert result.returncode == 2 and named in result.stderr, result.stderr[-2000:]
     assert not (tmp_path / "run").exists()
+
+
+def test_a_dispatcher_and_a_worker_serve_a_dataset_in_process():
+    """Fast: the servers `python -m compat.data.service` starts, without the processes; every element once."""
+    import tensorflow as tf
+
+    from compat.data import service
+
+    dispatcher = service.start_dispatcher(port=0)
+    worker = service.start_worker(dispatcher.target, port=0)
+    try:
+        served = tf.data.Dataset.range(6).apply(
+            tf.data.experimental.service.distribute(processing_mode="parallel_epochs", service=dispatcher.target)
+        )
+        assert sorted(int(n) for n in served) == list(range(6))
+    finally:
+        worker.stop()
+        dispatcher.stop()

@@ -247,11 +247,11 @@ def _on_a_device(params=None, repeat=True):
 
 @pytest.mark.parametrize("engine", ["graph", "keras"])
 def test_an_input_fn_that_prefetches_to_a_device_trains_and_evaluates_on_both_engines(tmp_path, engine, monkeypatch):
-    from compat import distribution
+    from compat.core import strategies
 
     # The Keras engine's own copy ahead goes to /cpu:0 here, where a GPU machine would copy to its GPU: on top of
     # the input_fn's own copy, as a GPU machine would run this program.
-    monkeypatch.setenv(distribution.DEVICE_PREFETCH_VARIABLE, "/cpu:0")
+    monkeypatch.setenv(strategies.DEVICE_PREFETCH_VARIABLE, "/cpu:0")
     if engine == "graph":
         model = estimator.Estimator(model_fn, model_dir=str(tmp_path))
     else:
@@ -266,13 +266,13 @@ def test_an_input_fn_that_prefetches_to_a_device_trains_and_evaluates_on_both_en
 
 
 def test_prefetch_to_accelerator_copies_ahead_in_order_and_is_a_no_op_without_a_gpu(monkeypatch):
-    from compat import distribution
+    from compat.core import strategies
 
-    monkeypatch.delenv(distribution.DEVICE_PREFETCH_VARIABLE, raising=False)
+    monkeypatch.delenv(strategies.DEVICE_PREFETCH_VARIABLE, raising=False)
     dataset = input_fn(repeat=False)
     if not tf.config.list_logical_devices("GPU"):
-        assert distribution.prefetch_to_accelerator(dataset) is dataset
-    copied = distribution.prefetch_to_accelerator(dataset, device="/cpu:0")
+        assert strategies.prefetch_to_accelerator(dataset) is dataset
+    copied = strategies.prefetch_to_accelerator(dataset, device="/cpu:0")
     assert copied is not dataset
     assert [labels.numpy().tolist() for _, labels in copied] == [labels.numpy().tolist() for _, labels in dataset]
 
@@ -284,25 +284,26 @@ def test_prefetch_to_accelerator_copies_ahead_in_order_and_is_a_no_op_without_a_
         return total
 
     assert int(sum_of_labels(iter(copied), tf.constant(6))) == int(Y.sum())
-    monkeypatch.setenv(distribution.DEVICE_PREFETCH_VARIABLE, "0")
-    assert distribution.prefetch_to_accelerator(dataset, device="/cpu:0") is dataset
-    monkeypatch.setenv(distribution.DEVICE_PREFETCH_VARIABLE, "/cpu:0")  # a device named: copied there
-    assert distribution.prefetch_to_accelerator(dataset) is not dataset
+    monkeypatch.setenv(strategies.DEVICE_PREFETCH_VARIABLE, "0")
+    assert strategies.prefetch_to_accelerator(dataset, device="/cpu:0") is dataset
+    monkeypatch.setenv(strategies.DEVICE_PREFETCH_VARIABLE, "/cpu:0")  # a device named: copied there
+    assert strategies.prefetch_to_accelerator(dataset) is not dataset
 
 
 def test_the_builders_input_fn_leaves_the_copy_to_the_engine_and_a_strategy_gets_host_batches(tmp_path, monkeypatch):
     """A dataset a strategy distributes, or an Estimator engine reads, must not already be on a device."""
-    from compat import data, distribution
+    from compat import data
+    from compat.core import strategies
     from conftest import write_class_folders
 
-    monkeypatch.setenv(distribution.DEVICE_PREFETCH_VARIABLE, "/cpu:0")
+    monkeypatch.setenv(strategies.DEVICE_PREFETCH_VARIABLE, "/cpu:0")
     source = str(write_class_folders(tmp_path / "data", per_class=4))
     config = data.PipelineConfig(cache_dir=str(tmp_path / "cache"), batch_size=4, clip_seconds=0.5)
     keras_mode = data.build_dataset(source, config, "eval")
     engine_input = data.make_input_fn(source, config, "eval")(mode="eval")
     strategy_input = data.build_dataset(source, config, "eval", input_context=tf.distribute.InputContext())
     # What the last stage is tells a copied dataset from a host one (prefetch_to_device ends in its own stage).
-    copied = type(distribution.prefetch_to_accelerator(tf.data.Dataset.range(1))).__name__
+    copied = type(strategies.prefetch_to_accelerator(tf.data.Dataset.range(1))).__name__
     on_the_host = type(tf.data.Dataset.range(1).prefetch(1).with_options(tf.data.Options())).__name__
     assert copied != on_the_host
     assert type(keras_mode).__name__ == copied

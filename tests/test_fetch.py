@@ -9,8 +9,8 @@ import zipfile
 
 import pytest
 
-from compat import fetch
-from compat.sources import DataSource, list_split
+from compat.data import fetch
+from compat.data.sources import DataSource, list_split
 from conftest import fsdd_dir
 
 

@@ -366,7 +366,7 @@ def test_a_model_compiled_with_a_lambda_loss_converts(tmp_path):
         estimator.model_to_estimator(keras_model=make_model(), checkpoint_format="saver")
 
 
-# -- issue 11: fidelity to TF 2.15, round 2 ------------------------------------------------------------
+# -- fidelity to TF 2.15, round 2 ---------------------------------------------------
 
 
 def two_output_model():

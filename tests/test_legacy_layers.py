@@ -103,7 +103,7 @@ def test_tf_compat_v1_layers_are_tf_kerass_until_uninstall():
         tf.compat.v1.layers.batch_normalization(out, training=True)
         assert len(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)) == 2
         assert tf.compat.v1.nn.rnn_cell.LSTMCell(3).state_size.c == 3
-    from compat import tf_internals
+    from compat.core import tf_internals
 
     estimator.uninstall()  # undoes what importing compat.estimator did too
     try:

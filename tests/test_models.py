@@ -5,7 +5,7 @@ import pytest
 
 import models
 from compat.data import PipelineConfig, feature_shape
-from compat.run import compile_model
+from compat.modes.run import compile_model
 
 
 @pytest.mark.parametrize("name", models.names())

@@ -47,7 +47,7 @@ def _in_process_answers(model_dir, files):
     import keras
     import tensorflow as tf
 
-    from compat import audio
+    from compat.data import audio
     from compat.config import PipelineConfig
 
     info = json.loads((model_dir / "saved_model" / "classifier.json").read_text())
@@ -97,3 +97,15 @@ def test_predict_mode_prints_one_line_per_file_and_names_unreadable_ones(trained
 
     empty = train_in_process("--mode=predict", f"--model_dir={tmp_path}", *files)  # the same main(), in process
     assert empty.returncode == 2 and "holds no saved_model/" in empty.stderr and "--mode=keras" in empty.stderr
+
+
+def test_a_folder_without_an_export_is_refused_naming_it_and_what_to_give(tmp_path):
+    """Fast: no training. A folder without saved_model/, and an export that is not the audio classifier."""
+    from compat.modes.predict import Classifier, NoClassifierError, export_dir_of
+
+    with pytest.raises(NoClassifierError, match=f"{tmp_path} holds no saved_model/.*finished `mode=keras` run"):
+        export_dir_of(str(tmp_path))
+    (tmp_path / "saved_model").mkdir()
+    assert export_dir_of(str(tmp_path)) == str(tmp_path / "saved_model")
+    with pytest.raises(NoClassifierError, match="holds no audio classifier.*an Estimator run's"):
+        Classifier(str(tmp_path / "saved_model"))

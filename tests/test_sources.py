@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from compat import synthetic
-from compat.sources import DataSource, DataSourceError, LabelledFile, list_split, stratified_splits
+from compat.data import synthetic
+from compat.data.sources import DataSource, DataSourceError, LabelledFile, list_split, stratified_splits
 from conftest import REPO, fsdd_dir, write_class_folders
 
 

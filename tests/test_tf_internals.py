@@ -1,4 +1,4 @@
-"""Every reach into TensorFlow's, Keras' and tf_keras' internals (compat/tf_internals.py) still works here.
+"""Every reach into TensorFlow's, Keras' and tf_keras' internals (compat/core/tf_internals.py) still works here.
 
 A release that moves one of these names fails this file, by name, rather than
 a run deep inside; and what install() changes, uninstall() puts back.
@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import compat.estimator  # noqa: F401  (the documented import that installs what tf_internals changes)
-from compat import tf_internals
+from compat.core import tf_internals
 
 
 def test_the_private_modules_and_names_are_where_they_were():

@@ -396,7 +396,7 @@ def test_a_diverging_run_stops_with_a_clear_error(tiny_data, tmp_path):
 
 
 def test_a_second_run_on_the_same_model_dir_is_refused(tiny_data, tmp_path):
-    from compat import atomic
+    from compat.core import atomic
 
     model_dir = tmp_path / "run"
     with atomic.folder_lock(str(model_dir)):  # as a live run holds it
@@ -431,7 +431,7 @@ def test_the_library_speaks_of_settings_and_train_py_of_flags():
 
     for path in glob.glob(os.path.join(REPO, "compat", "**", "*.py"), recursive=True):
         source = open(path).read()
-        if "flags.DEFINE_" in source:  # a command of its own (python -m compat.data_service): its flags are its words
+        if "flags.DEFINE_" in source:  # a command of its own (python -m compat.data.service): its flags are its words
             continue
         tree = ast.parse(source)
         for node in ast.walk(tree):

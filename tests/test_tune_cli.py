@@ -32,7 +32,7 @@ def test_a_search_writes_best_flags_tables_and_hparams_and_the_best_trains(tiny_
     assert result.returncode == 0, result.stderr[-3000:]
     assert "the 2 left of --max_trials=3 take about" in result.stderr  # a time estimate after the first trial
     # Same pre-cache settings in every trial: one train and one eval entry serve all three.
-    from compat import cache
+    from compat.data import cache
 
     assert sorted(e.description["split"] for e in cache.list_entries(str(tmp_path / "cache"))) == ["eval", "train"]
     rows = _rows(model_dir)
@@ -154,7 +154,7 @@ def test_each_trial_trains_the_flags_budget_numbered_as_keras_tuner_logs_and_the
 def test_the_default_space_is_sized_for_the_machine():
     import keras_tuner
 
-    from compat import tuning
+    from compat.modes import tuning
 
     def values(accelerated: bool) -> dict:
         hp = keras_tuner.HyperParameters()
@@ -174,7 +174,7 @@ def test_the_bayesian_tuner_is_refused_with_the_extra_to_install_where_scikit_le
     Only a model search that uses the tuner is refused; other modes given the same flags run."""
     import importlib.util
 
-    from compat import tuning
+    from compat.modes import tuning
     from compat.config import TuneConfig
 
     if all(importlib.util.find_spec(name) for name in ("sklearn", "scipy")):

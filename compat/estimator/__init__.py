@@ -20,7 +20,7 @@ import sys
 import types
 from typing import Any
 
-from compat import tf_internals
+from compat.core import tf_internals
 from compat.estimator import early_stopping, export, inputs, tpu
 from compat.estimator.canned import *  # noqa: F401,F403  (the canned estimators: canned/__init__.py's __all__)
 from compat.estimator.canned import EXPERIMENTAL as _CANNED_EXPERIMENTAL
@@ -181,7 +181,7 @@ def _keras_layers_modules(tf: Any) -> list:
 
 
 def uninstall() -> None:
-    """Undoes `install()`, and what importing this package did (tf.compat.v1.layers, see compat/tf_internals.py)."""
+    """Undoes `install()`, and what importing this package did (tf.compat.v1.layers: compat/core/tf_internals.py)."""
     while _replaced:
         owner, name, previous = _replaced.pop()
         if owner is sys.modules:

@@ -13,7 +13,7 @@ restore and train on:
   <model_dir>/eval[_<name>]/events.out.tfevents.*   metrics and checkpoint_path
   <export_dir_base>/<timestamp>/              SavedModel
 
-Inside a model_fn, `tf.compat.v1.layers` are tf_keras' (compat/tf_internals.py)
+Inside a model_fn, `tf.compat.v1.layers` are tf_keras' (compat/core/tf_internals.py)
 and Keras 3 layers run in the mode being built: called without `training=`,
 they train in TRAIN mode, and the state they update (batch norm's moving
 statistics, dropout's seed) is updated with every training step, as the
@@ -35,8 +35,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat import atomic, tf_internals
-from compat.checkpoints import newest_readable_in
+from compat.core import atomic, tf_internals
+from compat.core.checkpoints import newest_readable_in
 from compat.estimator import replicated, warm_starting
 from compat.estimator.base import (
     EstimatorBase,
@@ -474,28 +474,11 @@ class Estimator(EstimatorBase):
         _v1.add_to_collection(_v1.GraphKeys.LOSSES, spec.loss)
         worker_hooks.append(_v1.train.NanTensorHook(spec.loss))
         if config.log_step_count_steps is not None:
-            # The step this run trained: the global step read after the train op, less its increment. A read
-            # fetched beside the train op is not ordered with the increment and may see either value.
-            with tf.control_dependencies([spec.train_op]):
-                trained_step = tf.identity(global_step.read_value()) - 1
-            worker_hooks.append(
-                _v1.train.LoggingTensorHook(
-                    {"loss": spec.loss, "step": trained_step}, every_n_iter=config.log_step_count_steps
-                )
-            )
+            worker_hooks.append(_loss_and_step_logger(spec, global_step, config.log_step_count_steps))
         worker_hooks.extend(spec.training_hooks)
         default_saver = not (spec.scaffold.saver or _v1.get_collection(_v1.GraphKeys.SAVERS))
         if default_saver:
-            _v1.add_to_collection(
-                _v1.GraphKeys.SAVERS,
-                _v1.train.Saver(
-                    sharded=True,
-                    max_to_keep=config.keep_checkpoint_max,
-                    keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
-                    defer_build=True,
-                    save_relative_paths=True,
-                ),
-            )
+            _v1.add_to_collection(_v1.GraphKeys.SAVERS, _default_saver(config))
         check_restorable(newest_readable_in(self._model_dir))  # past a damaged latest, which TF 2.15 could not
         # a program's own Saver saves as it was made; only the default one is swapped for the local copies'
         local_saver = default_saver and replicated.is_multi_worker(strategy)
@@ -506,18 +489,7 @@ class Estimator(EstimatorBase):
             # A TF1 cluster with a master: the first worker, not the master, writes summaries and step counts.
             save_summary_steps, log_step_count_steps = 0, None
             if config.task_type == TaskType.WORKER and config.task_id == 0:
-                if config.save_summary_steps and config.save_summary_steps > 0:
-                    worker_hooks.append(
-                        _v1.train.SummarySaverHook(
-                            save_steps=config.save_summary_steps, output_dir=config.model_dir, scaffold=spec.scaffold
-                        )
-                    )
-                if config.log_step_count_steps and config.log_step_count_steps > 0:
-                    worker_hooks.append(
-                        _v1.train.StepCounterHook(
-                            every_n_steps=config.log_step_count_steps, output_dir=config.model_dir
-                        )
-                    )
+                worker_hooks.extend(_first_workers_summary_hooks(config, spec.scaffold))
         loss, steps = None, 0
         with self._training_session(
             spec, worker_hooks, chief_hooks, session_config, save_summary_steps, log_step_count_steps, strategy
@@ -899,3 +871,39 @@ class Estimator(EstimatorBase):
 
 
 EstimatorV2 = Estimator
+
+
+def _loss_and_step_logger(spec: EstimatorSpec, global_step: tf.Variable, every_n_iter: int) -> Any:
+    """The LoggingTensorHook of "loss = ..., step = ..." lines, every `every_n_iter` steps.
+
+    The step is the one this run trained: the global step read after the train op, less its increment.
+    A read fetched beside the train op is not ordered with the increment and may see either value.
+    """
+    with tf.control_dependencies([spec.train_op]):
+        trained_step = tf.identity(global_step.read_value()) - 1
+    return _v1.train.LoggingTensorHook({"loss": spec.loss, "step": trained_step}, every_n_iter=every_n_iter)
+
+
+def _default_saver(config: RunConfig) -> Any:
+    """The Saver an Estimator saves with when the model_fn brings none, as TF 2.15 built it."""
+    return _v1.train.Saver(
+        sharded=True,
+        max_to_keep=config.keep_checkpoint_max,
+        keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
+        defer_build=True,
+        save_relative_paths=True,
+    )
+
+
+def _first_workers_summary_hooks(config: RunConfig, scaffold: Any) -> list:
+    """In a TF 1 cluster with a master, the summaries and step counts the first worker writes."""
+    hooks: list = []
+    if config.save_summary_steps and config.save_summary_steps > 0:
+        hooks.append(
+            _v1.train.SummarySaverHook(
+                save_steps=config.save_summary_steps, output_dir=config.model_dir, scaffold=scaffold
+            )
+        )
+    if config.log_step_count_steps and config.log_step_count_steps > 0:
+        hooks.append(_v1.train.StepCounterHook(every_n_steps=config.log_step_count_steps, output_dir=config.model_dir))
+    return hooks

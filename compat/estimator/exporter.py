@@ -18,7 +18,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat import tf_internals
+from compat.core import tf_internals
 from compat.estimator.early_stopping import eval_results_in
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from compat import tf_internals
+from compat.core import tf_internals
 from compat.estimator.estimator import Estimator
 from compat.estimator.model_fn import ModeKeys
 

@@ -47,7 +47,7 @@ import tensorflow as tf
 from tensorflow.core.framework import function_pb2, graph_pb2, node_def_pb2
 from tensorflow.python.framework import op_def_registry
 
-from compat import atomic, tf_internals
+from compat.core import atomic, tf_internals
 
 ENVIRONMENT_VARIABLE = "COMPAT_INPUT_CACHE"
 _OFF = {"0", "off", "false", "no"}

@@ -19,7 +19,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat import tf_internals
+from compat.core import tf_internals
 
 # One warning per input_fn (by module and qualified name), not one per process: a
 # second legacy input_fn in the same program deserves its own line in the log.

@@ -32,9 +32,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from compat import atomic, distribution, summaries
-from compat.checkpoints import restore_newest_readable
-from compat.divergence import TrainingDiverged, is_finite
+from compat.core import atomic, strategies, summaries
+from compat.core.checkpoints import restore_newest_readable
+from compat.core.divergence import TrainingDiverged, is_finite
 from compat.estimator import keras_checkpoint, keras_export, keras_legacy
 from compat.estimator.base import (
     EstimatorBase,
@@ -174,7 +174,7 @@ class KerasEstimator(EstimatorBase):
         self._strategy = strategy or self._config.train_distribute
         # Under a ParameterServerStrategy this process coordinates: the steps run on the workers, sent
         # there as closures, and the variables (the step counters too) live on the ps tasks.
-        parameter_server = distribution.is_parameter_server(self._strategy)
+        parameter_server = strategies.is_parameter_server(self._strategy)
         self._coordinator = (
             tf.distribute.experimental.coordinator.ClusterCoordinator(self._strategy) if parameter_server else None
         )
@@ -366,7 +366,7 @@ class KerasEstimator(EstimatorBase):
             tf.errors.AbortedError,
             tf.errors.CancelledError,
         ) as error:
-            if not (distribution.is_multi_worker(self._strategy) or self._coordinator is not None):
+            if not (strategies.is_multi_worker(self._strategy) or self._coordinator is not None):
                 raise
             try:
                 stopped = f"training stopped after step {int(self._global_step.numpy())}"
@@ -391,7 +391,7 @@ class KerasEstimator(EstimatorBase):
             return made
 
         if self._strategy is None:
-            return iter(distribution.prefetch_to_accelerator(dataset()))
+            return iter(strategies.prefetch_to_accelerator(dataset()))
         if self._coordinator is not None:
             return self._per_worker_batches(input_fn)
         if "input_context" in input_fn_kwargs(input_fn, input_context=None):  # it shards and sizes its batch
@@ -527,15 +527,7 @@ class KerasEstimator(EstimatorBase):
         config = self._config
         writer = self._writer(self.model_dir) if config.is_chief else None  # only the chief writes summaries
         train_loop = self._train_loop = self._train_loop or self._make_train_loop()
-        for listener in listeners:
-            listener.begin()
-        # One train() call is one Keras "epoch": callbacks see begin/end, batches, and may stop it.
-        self._keras_model.stop_training = False
-        for callback in callbacks:
-            callback.set_model(self._keras_model)
-            callback.set_params({"epochs": 1, "steps": None if last is None else last - start, "verbose": 0})
-            callback.on_train_begin()
-            callback.on_epoch_begin(0)
+        self._begin(listeners, callbacks, start, last)
         # The step-0 (or restored-step) save, as TF 2.15; none when checkpoints are off.
         stop = self._save(listeners) if config.saves_checkpoints else False
         if runner is not None:
@@ -561,11 +553,7 @@ class KerasEstimator(EstimatorBase):
                 break  # the input ended
             step += done
             loss = float(self._last_loss.numpy())
-            for callback in callbacks:
-                callback.on_train_batch_end(step, {"loss": loss})
-            if runner is not None:
-                stop = runner.after_step(loss) or stop
-            stop = stop or bool(self._keras_model.stop_training)
+            stop = self._observe_steps(step, loss, callbacks, runner) or stop
             if not is_finite(loss):
                 diverged = TrainingDiverged(step, loss, self.latest_checkpoint())
                 break
@@ -581,10 +569,42 @@ class KerasEstimator(EstimatorBase):
             self._save(listeners)  # the final checkpoint, before the listeners' end
         if writer is not None:
             writer.flush()
+        self._end(listeners, callbacks, runner, start, step, loss, diverged)
+
+    def _begin(self, listeners: Sequence, callbacks: Sequence, start: int, last: int | None) -> None:
+        """Starts the observers of one train() call: listeners begin; Keras callbacks see one "epoch"."""
+        for listener in listeners:
+            listener.begin()
+        self._keras_model.stop_training = False
+        for callback in callbacks:
+            callback.set_model(self._keras_model)
+            callback.set_params({"epochs": 1, "steps": None if last is None else last - start, "verbose": 0})
+            callback.on_train_begin()
+            callback.on_epoch_begin(0)
+
+    def _observe_steps(self, step: int, loss: float, callbacks: Sequence, runner: HookRunner | None) -> bool:
+        """Tells the callbacks and hooks that the steps up to `step` ran; whether one of them asks to stop."""
+        for callback in callbacks:
+            callback.on_train_batch_end(step, {"loss": loss})
+        stop = runner.after_step(loss) if runner is not None else False
+        return bool(stop) or bool(self._keras_model.stop_training)
+
+    def _end(
+        self,
+        listeners: Sequence,
+        callbacks: Sequence,
+        runner: HookRunner | None,
+        start: int,
+        step: int,
+        loss: float,
+        diverged: TrainingDiverged | None,
+    ) -> None:
+        """Ends the observers of one train() call, in TF 2.15's order; raises `diverged` before the hooks' and
+        listeners' end, so that nothing of the diverged steps is saved or evaluated."""
         for callback in callbacks:
             callback.on_epoch_end(0, {"loss": loss} if step != start else {})
             callback.on_train_end()
-        if diverged is not None:  # nothing of the diverged steps is saved, and nothing evaluated
+        if diverged is not None:
             raise diverged
         if runner is not None:
             runner.end()
@@ -931,17 +951,17 @@ def _coordinating_strategy(config: RunConfig | None) -> tf.distribute.Strategy |
     if TaskType.PS not in config.cluster_spec.as_dict() or not config.is_chief:
         return None
     current = tf.distribute.get_strategy()
-    if distribution.is_parameter_server(current):
+    if strategies.is_parameter_server(current):
         return current
-    if distribution.is_connected(config):
-        return distribution.parameter_server_strategy(config)
+    if strategies.is_connected(config):
+        return strategies.parameter_server_strategy(config)
     tf.compat.v1.logging.warning(
         "model_to_estimator connects this process to the parameter-server cluster of TF_CONFIG. TensorFlow "
         "objects made before (the Keras model given among them) cannot be used after it: the Estimator trains a "
         "copy of its own. To keep using them, create tf.distribute.experimental.ParameterServerStrategy first "
         "and build the model and call model_to_estimator in its scope"
     )
-    return distribution.parameter_server_strategy(config)
+    return strategies.parameter_server_strategy(config)
 
 
 def _duration(seconds: float) -> str:
@@ -995,6 +1015,39 @@ def model_to_estimator(
     current weights (all of them); otherwise from the latest checkpoint. A
     `.h5` file from TF 2.15's Keras loads through `keras_model_path`.
     """
+    keras_model = _compiled_model(keras_model, keras_model_path, custom_objects, checkpoint_format)
+    seed = config.tf_random_seed if config is not None else None
+    strategy = strategies.checked_strategy(config.train_distribute if config is not None else None)
+    # Read before a parameter-server strategy connects this process to its cluster (which ends the model's
+    # variables); clone_model would also rebuild the compile config, which fails for a lambda loss.
+    recipe = _ModelRecipe.of(keras_model)
+    strategy = strategy or _coordinating_strategy(config)
+
+    # Its layers' random seeds follow tf_random_seed; under a strategy its variables are the strategy's.
+    def clone(scope) -> keras.Model:
+        with keras.saving.custom_object_scope(custom_objects or {}), _seeded_python_random(seed):
+            return recipe.build(scope)
+
+    copy = clone(strategy.scope() if strategy is not None else contextlib.nullcontext())
+    # Evaluation, prediction and export of a multi-worker or parameter-server Estimator read a copy of no
+    # strategy (see KerasEstimator).
+    spans_tasks = strategies.is_multi_worker(strategy) or strategies.is_parameter_server(strategy)
+    evaluation_model = clone(contextlib.nullcontext()) if spans_tasks else None
+    return KerasEstimator(
+        copy,
+        model_dir=model_dir,
+        config=config,
+        metric_names_map=metric_names_map,
+        export_outputs=export_outputs,
+        evaluation_model=evaluation_model,
+        strategy=strategy,
+    )
+
+
+def _compiled_model(
+    keras_model: keras.Model | None, keras_model_path: str | None, custom_objects: dict | None, checkpoint_format: str
+) -> keras.Model:
+    """model_to_estimator's model, given or loaded, checked as TF 2.15 checked it (its messages)."""
     if keras_model is None and keras_model_path is None:
         raise ValueError("Either `keras_model` or `keras_model_path` needs to be provided.")
     if keras_model is not None and keras_model_path is not None:
@@ -1014,32 +1067,7 @@ def model_to_estimator(
         )
     if checkpoint_format != "checkpoint":
         raise ValueError(f"checkpoint_format must be 'checkpoint' or 'saver', got {checkpoint_format!r}")
-    seed = config.tf_random_seed if config is not None else None
-    strategy = distribution.checked_strategy(config.train_distribute if config is not None else None)
-    # Read before a parameter-server strategy connects this process to its cluster (which ends the model's
-    # variables); clone_model would also rebuild the compile config, which fails for a lambda loss.
-    recipe = _ModelRecipe.of(keras_model)
-    strategy = strategy or _coordinating_strategy(config)
-
-    # Its layers' random seeds follow tf_random_seed; under a strategy its variables are the strategy's.
-    def clone(scope) -> keras.Model:
-        with keras.saving.custom_object_scope(custom_objects or {}), _seeded_python_random(seed):
-            return recipe.build(scope)
-
-    copy = clone(strategy.scope() if strategy is not None else contextlib.nullcontext())
-    # Evaluation, prediction and export of a multi-worker or parameter-server Estimator read a copy of no
-    # strategy (see KerasEstimator).
-    spans_tasks = distribution.is_multi_worker(strategy) or distribution.is_parameter_server(strategy)
-    evaluation_model = clone(contextlib.nullcontext()) if spans_tasks else None
-    return KerasEstimator(
-        copy,
-        model_dir=model_dir,
-        config=config,
-        metric_names_map=metric_names_map,
-        export_outputs=export_outputs,
-        evaluation_model=evaluation_model,
-        strategy=strategy,
-    )
+    return keras_model
 
 
 Estimator.register(KerasEstimator)  # isinstance(model_to_estimator(...), tf.estimator.Estimator), as in TF 2.15

@@ -24,8 +24,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat import tf_internals
-from compat.tf_internals import export_utils
+from compat.core import tf_internals
+from compat.core.tf_internals import export_utils
 
 LOSS_METRIC_KEY = "loss"
 AVERAGE_LOSS_METRIC_KEY = "average_loss"

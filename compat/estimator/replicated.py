@@ -27,7 +27,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat import tf_internals
+from compat.core import tf_internals
+from compat.core.strategies import UnsupportedStrategyError
 from compat.estimator.model_fn import EstimatorSpec
 
 _v1 = tf.compat.v1
@@ -39,10 +40,6 @@ _MULTI_WORKER = (
     tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy,
 )
 _REPLICATED = (tf.distribute.MirroredStrategy, tf.compat.v1.distribute.MirroredStrategy, *_MULTI_WORKER)
-
-
-class UnsupportedStrategyError(ValueError):
-    """A `train_distribute` or `eval_distribute` strategy the graph engine cannot run; the message names what can."""
 
 
 def replicas_of(strategy: tf.distribute.Strategy | None, argument: str) -> tf.distribute.Strategy | None:

@@ -10,14 +10,14 @@ The cluster properties (`task_type`, `task_id`, `is_chief`, `master`,
 `evaluation_master`, `num_worker_replicas`, `num_ps_replicas`,
 `cluster_spec`, `global_id_in_cluster`, the default `session_config`'s device
 filters) come from the `TF_CONFIG` environment variable, read once, when the
-config is built, with the values TF 2.15 gave them (`compat/tf_config.py`
+config is built, with the values TF 2.15 gave them (`compat/core/tf_config.py`
 reads and checks it: no cluster, a cluster led by a `chief`, or by a `master`).
 
 TF_CONFIG may also carry `session_master`, `eval_session_master`, `model_dir`
 and `service` (a dict handed through as `config.service`).
 
 RunConfig describes a cluster; it does not decide whether this project can
-train on it. `compat.distribution.check_cluster` and
+train on it. `compat.modes.distribution.check_cluster` and
 `compat.estimator.training` refuse the shapes that do not run here (`ps`
 jobs, for one).
 
@@ -40,8 +40,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat import tf_config as cluster
-from compat.tf_config import TaskType
+from compat.core import tf_config as cluster
+from compat.core.tf_config import TaskType
 
 _DEFAULT_SAVE_SECS = 600
 _UNSET = object()  # tells "not given" from an explicit None, which turns checkpoints off
@@ -208,6 +208,18 @@ def _cluster_session_config(task_type: str | None, task_id: int) -> tf.compat.v1
 # -- RunConfig -------------------------------------------------------------------
 
 
+def _save_cadence(steps: Any, secs: Any) -> tuple[int | None, float | None]:
+    """(save_checkpoints_steps, save_checkpoints_secs) as TF 2.15 settled them: neither named, every
+    600 s; naming one, even as None, leaves the other off; both set is an error."""
+    if steps is _UNSET and secs is _UNSET:
+        return None, _DEFAULT_SAVE_SECS
+    steps = None if steps is _UNSET else steps
+    secs = None if secs is _UNSET else secs
+    if steps is not None and secs is not None:
+        raise ValueError(_BOTH_CADENCES)
+    return steps, secs
+
+
 class RunConfig:
     """tf.estimator.RunConfig."""
 
@@ -237,13 +249,7 @@ class RunConfig:
         checkpoint_save_graph_def: bool = True,
         input_cache: bool | str | os.PathLike | None = None,
     ):
-        if save_checkpoints_steps is _UNSET and save_checkpoints_secs is _UNSET:
-            save_checkpoints_steps, save_checkpoints_secs = None, _DEFAULT_SAVE_SECS
-        # Naming one cadence, even as None, leaves the other off.
-        save_checkpoints_steps = None if save_checkpoints_steps is _UNSET else save_checkpoints_steps
-        save_checkpoints_secs = None if save_checkpoints_secs is _UNSET else save_checkpoints_secs
-        if save_checkpoints_steps is not None and save_checkpoints_secs is not None:
-            raise ValueError(_BOTH_CADENCES)
+        save_checkpoints_steps, save_checkpoints_secs = _save_cadence(save_checkpoints_steps, save_checkpoints_secs)
         _check_strategies(train_distribute, eval_distribute)
         tf_config = cluster.read()
         self._model_dir = _settled_model_dir(tf_config, model_dir)
@@ -267,6 +273,10 @@ class RunConfig:
         _check_settings(self)
         _adopt_experimental_distribute(self)
         self._service = _service(tf_config)
+        self._place(tf_config)
+
+    def _place(self, tf_config: dict) -> None:
+        """This task's place in the TF_CONFIG cluster, and the session config a cluster's task runs with."""
         self._set_placement(cluster.placement(tf_config))
         if (
             self._train_distribute is not None

@@ -238,21 +238,21 @@ def _train_with_a_coordinator(estimator: KerasEstimator, train_spec: TrainSpec, 
     (each worker applies its own updates to the variables on the ps tasks), but the step count is exact; a
     worker's program ends once the chief has ended, a ps task's when it is killed (as in TF 2.15).
     """
-    from compat import distribution
+    from compat.core import strategies
 
     config = estimator.config
     if config.task_type in (TaskType.WORKER, TaskType.PS):
-        server = distribution.serve_parameter_server_task(config)
+        server = strategies.serve_parameter_server_task(config)
         if config.task_type == TaskType.PS:
             server.join()  # until the task is killed, as in TF 2.15
             return
-        _serve_the_chief(distribution.parameter_server_cluster(config).job_tasks(TaskType.CHIEF)[0])
+        _serve_the_chief(strategies.parameter_server_cluster(config).job_tasks(TaskType.CHIEF)[0])
         tf.compat.v1.logging.info(
             "The chief ended (its newest checkpoint: %s): so does this worker.", estimator.latest_checkpoint()
         )
         return
-    if not distribution.is_parameter_server(estimator.strategy):
-        raise distribution.UnsupportedStrategyError(
+    if not strategies.is_parameter_server(estimator.strategy):
+        raise strategies.UnsupportedStrategyError(
             "TF_CONFIG names ps tasks, but this model_to_estimator Estimator was given another strategy "
             "(RunConfig.train_distribute): its chief would train alone. Leave train_distribute unset: on the chief "
             "of a cluster with ps tasks model_to_estimator makes a ParameterServerStrategy"
@@ -279,12 +279,12 @@ def _serve_the_chief(chief: str) -> None:
 
 def _train_in_cluster(estimator: EstimatorBase, train_spec: TrainSpec) -> None:
     """A chief or a worker of a MultiWorkerMirroredStrategy: trains with the others; the chief saves."""
-    from compat import distribution
+    from compat.core import strategies
 
     config = estimator.config
     cluster = config.cluster_spec.as_dict()
-    if cluster.get(TaskType.WORKER) and not distribution.is_multi_worker(config.train_distribute):
-        raise distribution.UnsupportedStrategyError(
+    if cluster.get(TaskType.WORKER) and not strategies.is_multi_worker(config.train_distribute):
+        raise strategies.UnsupportedStrategyError(
             "TF_CONFIG names workers beside the chief, but RunConfig(train_distribute=...) is not a "
             "MultiWorkerMirroredStrategy: the workers would train apart. Create the strategy (it reads "
             "TF_CONFIG) and pass it as train_distribute"

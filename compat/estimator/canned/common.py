@@ -7,7 +7,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat import tf_internals
+from compat.core import tf_internals
 from compat.estimator.head import BinaryClassHead, MultiClassHead
 from compat.estimator.head.base_head import Reduction
 

@@ -20,7 +20,7 @@ from typing import Any
 import tensorflow as tf
 import tf_keras
 
-from compat import tf_internals
+from compat.core import tf_internals
 from compat.estimator.canned import common, optimizers, v1_heads
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import RegressionHead

@@ -68,31 +68,23 @@ def dnn_linear_combined_model_fn(
     if dnn_feature_columns:
         if not dnn_hidden_units:
             raise ValueError("dnn_hidden_units must be defined when dnn_feature_columns is specified.")
-        optimizer = optimizers.optimizer_for_graph(dnn_optimizer, _DNN_LEARNING_RATE) if training else None
-        _refuse_sync_replicas(optimizer)
-        logits, variables, update_ops = dnn_logits_and_variables(
-            head.logits_dimension,
-            dnn_hidden_units,
-            dnn_feature_columns,
-            dnn_activation_fn,
-            dnn_dropout,
-            batch_norm,
-            features,
-            mode,
+        parts.append(
+            _dnn_part(
+                head,
+                features,
+                mode,
+                dnn_feature_columns,
+                dnn_optimizer,
+                dnn_hidden_units,
+                dnn_activation_fn,
+                dnn_dropout,
+                batch_norm,
+            )
         )
-        parts.append((logits, optimizer, variables, update_ops))
     if linear_feature_columns:
-        optimizer = (
-            optimizers.optimizer_for_graph(linear_optimizer, _linear_learning_rate(len(linear_feature_columns)))
-            if training
-            else None
+        parts.append(
+            _linear_part(head, features, training, linear_feature_columns, linear_optimizer, linear_sparse_combiner)
         )
-        _refuse_sync_replicas(optimizer)
-        logits, variables = linear_logits_and_variables(
-            head.logits_dimension, linear_feature_columns, linear_sparse_combiner, features
-        )
-        common.add_layer_summary(logits, "linear")
-        parts.append((logits, optimizer, variables, []))
     if training:
         common.start_counting_with_global_step(parts[0][1])  # the other part's optimizer counts on its own
 
@@ -108,6 +100,37 @@ def dnn_linear_combined_model_fn(
     return head.create_estimator_spec(
         features=features, mode=mode, labels=labels, train_op_fn=train_op_fn, logits=logits
     )
+
+
+def _dnn_part(
+    head: Any,
+    features: dict,
+    mode: str,
+    columns: Sequence,
+    optimizer: Any,
+    hidden_units: Sequence[int],
+    activation_fn: Callable,
+    dropout: float | None,
+    batch_norm: bool,
+) -> tuple[Any, Any, list, list]:
+    """The DNN part: (logits, its optimizer in training else None, its trainable variables, update ops)."""
+    optimizer = optimizers.optimizer_for_graph(optimizer, _DNN_LEARNING_RATE) if mode == ModeKeys.TRAIN else None
+    _refuse_sync_replicas(optimizer)
+    logits, variables, update_ops = dnn_logits_and_variables(
+        head.logits_dimension, hidden_units, columns, activation_fn, dropout, batch_norm, features, mode
+    )
+    return logits, optimizer, variables, update_ops
+
+
+def _linear_part(
+    head: Any, features: dict, training: bool, columns: Sequence, optimizer: Any, sparse_combiner: str
+) -> tuple[Any, Any, list, list]:
+    """The linear part: (logits, its optimizer in training else None, its trainable variables, no update ops)."""
+    optimizer = optimizers.optimizer_for_graph(optimizer, _linear_learning_rate(len(columns))) if training else None
+    _refuse_sync_replicas(optimizer)
+    logits, variables = linear_logits_and_variables(head.logits_dimension, columns, sparse_combiner, features)
+    common.add_layer_summary(logits, "linear")
+    return logits, optimizer, variables, []
 
 
 def _model_fn(

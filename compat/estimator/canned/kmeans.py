@@ -1,7 +1,7 @@
 """tf.compat.v1.estimator.experimental.KMeans: k-means clustering on the graph engine, as TF 2.15's.
 
 The graph is TensorFlow's own (`clustering_ops.KMeans`, which TF 2.21 still
-ships, through compat.tf_internals): the cluster centers are the variable
+ships, through compat.core.tf_internals): the cluster centers are the variable
 `clusters` (`KMeans.CLUSTER_CENTERS_VAR_NAME`), chosen from the first batches
 by a hook before training (randomly, by k-means++, or given as a tensor, an
 array or a function), then moved by each training step: one full-batch
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from compat import tf_internals
+from compat.core import tf_internals
 from compat.estimator.estimator import Estimator
 from compat.estimator.export.export_output import PredictOutput
 from compat.estimator.model_fn import EstimatorSpec

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from compat import tf_internals
+from compat.core import tf_internals
 
 _SHARD_NAME = "ShardedMutableHashTable"
 _TABLE_DEFAULT = [0.0, 0.0, 0.0, 0.0]  # dual variable, primal loss, dual loss, example weight

@@ -39,7 +39,7 @@ import tensorflow as tf
 import tf_keras
 from tf_keras.optimizers.legacy import Optimizer as OptimizerV2
 
-from compat import tf_internals
+from compat.core import tf_internals
 
 _legacy = tf_keras.optimizers.legacy
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat import tf_internals
+from compat.core import tf_internals
 
 
 def _weight_spec(weight_column: Any) -> tuple[str, dict]:

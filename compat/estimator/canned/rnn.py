@@ -26,7 +26,7 @@ from typing import Any
 import tensorflow as tf
 import tf_keras
 
-from compat import tf_internals
+from compat.core import tf_internals
 from compat.estimator.canned import common, optimizers
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import MultiHead, base_head

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from compat.tf_internals import export_utils
+from compat.core.tf_internals import export_utils
 
 SINGLE_FEATURE_KEY = export_utils.SINGLE_FEATURE_DEFAULT_NAME  # "feature"
 SINGLE_RECEIVER_KEY = export_utils.SINGLE_RECEIVER_DEFAULT_NAME  # "input"

@@ -7,7 +7,7 @@ for serialized tf.Examples), `RegressionOutput` (tensorflow/serving/regress),
 `TrainOutput`/`EvalOutput` of `experimental_export_all_saved_models`.
 """
 
-from compat.tf_internals import export_output
+from compat.core.tf_internals import export_output
 
 ExportOutput = export_output.ExportOutput
 ClassificationOutput = export_output.ClassificationOutput

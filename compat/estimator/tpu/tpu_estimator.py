@@ -21,7 +21,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat import tf_internals
+from compat.core import tf_internals
 from compat.estimator.estimator import Estimator, check_hooks, verify_model_fn_args
 from compat.estimator.model_fn import EstimatorSpec, ModeKeys
 from compat.estimator.tpu.tpu_config import (
@@ -124,6 +124,39 @@ def _check_positive(value: Any, name: str) -> None:
         check_positive_integer(value, name)
 
 
+def _check_batch_sizes_and_inputs(
+    tpu: Any,
+    use_tpu: bool,
+    train_batch_size: int | None,
+    eval_batch_size: int | None,
+    predict_batch_size: int | None,
+    embedding_config_spec: Any,
+) -> None:
+    """TPUEstimator's argument checks, with TF 2.15's messages, made before any TPU is needed."""
+    if use_tpu:
+        if train_batch_size is None:
+            raise ValueError("`train_batch_size` cannot be `None`")
+        if tpu.per_host_input_for_training is InputPipelineConfig.PER_SHARD_V1 and tpu.num_cores_per_replica:
+            raise ValueError(
+                "Model parallelism only supports per host input for training. Please adjust "
+                "TPURunconfig.per_host_input_for_training."
+            )
+        if embedding_config_spec and tpu.per_host_input_for_training not in (
+            InputPipelineConfig.PER_HOST_V1,
+            InputPipelineConfig.PER_HOST_V2,
+        ):
+            raise ValueError(
+                "Only PER_HOST_V1 and PER_HOST_V2 is supported when using TPU Embedding; got "
+                f"{tpu.per_host_input_for_training}."
+            )
+    for value, name in (
+        (train_batch_size, "train_batch_size"),
+        (eval_batch_size, "eval_batch_size"),
+        (predict_batch_size, "predict_batch_size"),
+    ):
+        _check_positive(value, f"`{name}`")
+
+
 class TPUEstimator(Estimator):
     """tf.estimator.tpu.TPUEstimator, run with `use_tpu=False` on this machine's CPU or GPU."""
 
@@ -150,28 +183,9 @@ class TPUEstimator(Estimator):
         if params is not None and any(key in params for key in _RESERVED_PARAMS):
             raise ValueError(f"{list(_RESERVED_PARAMS)} are reserved keys but existed in params {params}.")
         tpu = config.tpu_config
-        if use_tpu:  # TF 2.15's checks, made before any TPU is needed
-            if train_batch_size is None:
-                raise ValueError("`train_batch_size` cannot be `None`")
-            if tpu.per_host_input_for_training is InputPipelineConfig.PER_SHARD_V1 and tpu.num_cores_per_replica:
-                raise ValueError(
-                    "Model parallelism only supports per host input for training. Please adjust "
-                    "TPURunconfig.per_host_input_for_training."
-                )
-            if embedding_config_spec and tpu.per_host_input_for_training not in (
-                InputPipelineConfig.PER_HOST_V1,
-                InputPipelineConfig.PER_HOST_V2,
-            ):
-                raise ValueError(
-                    "Only PER_HOST_V1 and PER_HOST_V2 is supported when using TPU Embedding; got "
-                    f"{tpu.per_host_input_for_training}."
-                )
-        for value, name in (
-            (train_batch_size, "train_batch_size"),
-            (eval_batch_size, "eval_batch_size"),
-            (predict_batch_size, "predict_batch_size"),
-        ):
-            _check_positive(value, f"`{name}`")
+        _check_batch_sizes_and_inputs(
+            tpu, use_tpu, train_batch_size, eval_batch_size, predict_batch_size, embedding_config_spec
+        )
         if embedding_config_spec is not None:
             raise ValueError(
                 "embedding_config_spec configures TPU embeddings, which have no meaning off a TPU: "

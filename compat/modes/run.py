@@ -4,8 +4,8 @@
 that a second run on the same folder is refused by, and that a dead process
 does not hold), lists the source once (a `SourceIndex` that every dataset of
 the run reads), plans the steps, and starts the clock. The training modes
-(`compat.keras_mode`, `compat.estimator_mode`) take the `Run` and end with
-`Run.write_metrics`, the one `metrics.json` schema; a search (`compat.tuning`)
+(`compat.modes.keras_mode`, `compat.modes.estimator_mode`) take the `Run` and end with
+`Run.write_metrics`, the one `metrics.json` schema; a search (`compat.modes.tuning`)
 takes the `Run` for its trials' data and model, and writes its own result files.
 """
 
@@ -24,10 +24,12 @@ import numpy as np
 import tensorflow as tf
 
 import models
-from compat import atomic, charts, data
+from compat import data
 from compat.config import PipelineConfig, TrainConfig
-from compat.model_folder import CONFUSION_CHART, METRICS, check_folder_mode
-from compat.sources import DataSource, SourceIndex
+from compat.core import atomic
+from compat.data.sources import DataSource, SourceIndex
+from compat.modes import charts
+from compat.modes.model_folder import CONFUSION_CHART, METRICS, check_folder_mode
 
 _MAX_AUTO_STEPS_PER_EXECUTION = 64  # progress and stop requests are seen at least this often
 

@@ -11,6 +11,8 @@ import os
 
 import tensorflow as tf
 
+from compat.core.errors import UserError
+
 # Every mode
 FLAGS_FILE = "flags.txt"  # the flags a run was started with (--flagfile reads it)
 METRICS = "metrics.json"
@@ -35,7 +37,7 @@ PARETO_FLAGS = os.path.join(TUNING, "pareto")  # <trial>.flags for each trial on
 PARETO_MODELS = "pareto"  # <trial>/ : that trial's model and exports
 
 
-class OtherModesFolderError(ValueError):
+class OtherModesFolderError(UserError, ValueError):
     """The model folder holds a run of another mode, whose files this mode would mix with its own."""
 
 

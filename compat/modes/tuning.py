@@ -35,10 +35,13 @@ import tensorflow as tf
 from absl import logging
 
 import models
-from compat import atomic, charts, data, model_folder, tf_internals
-from compat.callbacks import NanGuard, StopAtMaxSteps, TrainingClock
+from compat import data
 from compat.config import PipelineConfig, TrainConfig, TuneConfig, replace_fields
-from compat.run import Run, plan_steps
+from compat.core import atomic, tf_internals
+from compat.core.errors import UserError
+from compat.modes import charts, model_folder
+from compat.modes.callbacks import NanGuard, StopAtMaxSteps, TrainingClock
+from compat.modes.run import Run, plan_steps
 
 # Choices the default space leaves out on a machine without a GPU: there a width-64 2-D CNN at batch 128
 # takes ~12 s a step on two cores, and a "short" 2-trial search took 10 minutes.
@@ -73,7 +76,7 @@ def has_gpu() -> bool:
     return bool(tf.config.list_logical_devices("GPU"))
 
 
-class CannotResumeError(RuntimeError):
+class CannotResumeError(UserError, RuntimeError):
     """A search in the model folder cannot be continued; the message says what to do."""
 
 
@@ -215,7 +218,7 @@ class _FirstEpochTimer(keras.callbacks.Callback):
             self.seconds = time.perf_counter() - self._start
 
 
-class TunerNotInstalledError(RuntimeError):
+class TunerNotInstalledError(UserError, RuntimeError):
     """The tuner a search names needs packages this installation left out."""
 
 

@@ -14,14 +14,16 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
+from compat.core.errors import UserError
+
 logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 
-class NoReadableCheckpointError(RuntimeError):
+class NoReadableCheckpointError(UserError, RuntimeError):
     """Every checkpoint in a model folder failed to restore; the message names them and what to do."""
 
 
-class CheckpointMismatchError(ValueError):
+class CheckpointMismatchError(UserError, ValueError):
     """A checkpoint was written by a different model (other layers or sizes); the message names it."""
 
 

@@ -1,63 +1,46 @@
-"""Beyond one device: TensorFlow's own distribution strategies, chosen as TensorFlow Model Garden chooses them.
-
-`--distribution_strategy=off|mirrored|multi_worker_mirrored|parameter_server`
-and `--num_gpus`, with Model Garden's meanings:
-
-  off                     the default device
-  mirrored                `tf.distribute.MirroredStrategy` over `num_gpus` GPUs (the CPU when 0)
-  multi_worker_mirrored   `tf.distribute.MultiWorkerMirroredStrategy`, the cluster from TF_CONFIG
-  parameter_server        `tf.distribute.experimental.ParameterServerStrategy` over a TF_CONFIG
-                          cluster with ps tasks (`mode=estimator`): the chief coordinates, the
-                          workers run its steps, the ps tasks hold the variables
+"""The strategies' plumbing that the Estimator engines and the input pipeline share: which kind a strategy
+is, a parameter-server cluster's connection and servers, and batches copied ahead to an accelerator.
 
 Which engine runs which strategy: Keras 3 `fit` runs MirroredStrategy but not
 MultiWorkerMirroredStrategy (keras-team/keras#20585) nor ParameterServerStrategy; the Estimator
 path's Keras engine runs all three, stepping replicas through `strategy.run` (and, under a parameter
 server strategy, sending the steps to the workers through a `ClusterCoordinator`). On one device,
 `prefetch_to_accelerator` is every input path's last stage: batches copied ahead to the GPU.
+
+The cluster functions take any object with RunConfig's cluster properties (`cluster_spec`,
+`task_type`, `task_id`, `protocol`), so that this module needs nothing of `compat.estimator`.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import tensorflow as tf
 
-from compat import tf_config
-from compat.config import STRATEGIES, DistributionConfig
+from compat.core.errors import UserError
 
 logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
-if TYPE_CHECKING:
-    from compat.estimator.run_config import RunConfig
+
+class ClusterConfig(Protocol):
+    """What the cluster functions read of a `RunConfig`."""
+
+    @property
+    def cluster_spec(self) -> tf.train.ClusterSpec: ...
+
+    @property
+    def task_type(self) -> str | None: ...
+
+    @property
+    def task_id(self) -> int: ...
+
+    @property
+    def protocol(self) -> str | None: ...
 
 
-class UnsupportedStrategyError(ValueError):
+class UnsupportedStrategyError(UserError, ValueError):
     """A strategy the chosen mode or engine cannot run; the message names what can."""
-
-
-def make_strategy(name: str, num_gpus: int = 0) -> tf.distribute.Strategy | None:
-    """The strategy `name` stands for (None for off), as Model Garden's `get_distribution_strategy`."""
-    if name == "off":
-        return None
-    if name == "mirrored":
-        gpus = [device.name for device in tf.config.list_logical_devices("GPU")]
-        if num_gpus > len(gpus):
-            raise UnsupportedStrategyError(
-                f"`num_gpus={num_gpus}` but {len(gpus)} GPU(s) are visible; lower "
-                "`num_gpus`, or `num_gpus=0` to mirror on the CPU"
-            )
-        return tf.distribute.MirroredStrategy(gpus[:num_gpus] if num_gpus else ["/cpu:0"])
-    if name == "multi_worker_mirrored":
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    if name == "parameter_server":
-        from compat.estimator.run_config import RunConfig  # parameter_server_strategy reads its cluster and protocol
-
-        config = RunConfig()
-        # Only the coordinator holds the strategy; the workers and ps tasks serve what it sends them.
-        return parameter_server_strategy(config) if config.is_chief else None
-    raise UnsupportedStrategyError(f"unknown `distribution_strategy` '{name}'; use one of {', '.join(STRATEGIES)}")
 
 
 DEVICE_PREFETCH_VARIABLE = "COMPAT_PREFETCH_TO_DEVICE"
@@ -84,12 +67,6 @@ def prefetch_to_accelerator(
     return dataset.apply(tf.data.experimental.prefetch_to_device(device, buffer_size))
 
 
-def strategy_for(config: DistributionConfig) -> tf.distribute.Strategy | None:
-    """The strategy a run's DistributionConfig names. Create it before any other TensorFlow work:
-    MultiWorkerMirroredStrategy sets up collective ops, which TensorFlow allows only at startup."""
-    return make_strategy(config.distribution_strategy, config.num_gpus)
-
-
 def is_multi_worker(strategy: tf.distribute.Strategy | None) -> bool:
     return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
@@ -98,7 +75,7 @@ def is_parameter_server(strategy: tf.distribute.Strategy | None) -> bool:
     return isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy)
 
 
-def parameter_server_cluster(config: RunConfig) -> tf.train.ClusterSpec:
+def parameter_server_cluster(config: ClusterConfig) -> tf.train.ClusterSpec:
     """The TF_CONFIG cluster as ParameterServerStrategy needs it, the same on every task: its coordinator's
     job is `chief` (TF 1's `master` is renamed), and the evaluator, which reads checkpoints, is left out."""
     jobs = config.cluster_spec.as_dict()
@@ -112,11 +89,11 @@ def parameter_server_cluster(config: RunConfig) -> tf.train.ClusterSpec:
 _CONNECTED: dict[str, tf.distribute.experimental.ParameterServerStrategy] = {}
 
 
-def _cluster_key(config: RunConfig) -> str:
+def _cluster_key(config: ClusterConfig) -> str:
     return repr(sorted(parameter_server_cluster(config).as_dict().items()))
 
 
-def parameter_server_strategy(config: RunConfig) -> tf.distribute.experimental.ParameterServerStrategy:
+def parameter_server_strategy(config: ClusterConfig) -> tf.distribute.experimental.ParameterServerStrategy:
     """The chief's ParameterServerStrategy over `config`'s cluster: variables on the ps tasks, steps sent to
     the workers; the same one for every call in a process. Creating it connects this process to the
     cluster, after which TensorFlow objects made before (eager tensors, variables) can no longer be used:
@@ -124,7 +101,7 @@ def parameter_server_strategy(config: RunConfig) -> tf.distribute.experimental.P
     key = _cluster_key(config)
     if key not in _CONNECTED:
         cluster = parameter_server_cluster(config)
-        _require_workers(cluster.as_dict())
+        require_workers(cluster.as_dict())
         resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
             cluster, task_type="chief", task_id=0, rpc_layer=config.protocol or "grpc"
         )
@@ -133,7 +110,7 @@ def parameter_server_strategy(config: RunConfig) -> tf.distribute.experimental.P
     return _CONNECTED[key]
 
 
-def _require_workers(cluster: dict) -> None:
+def require_workers(cluster: dict) -> None:
     """Refuses a parameter-server cluster (`ClusterSpec.as_dict()`) without workers: nothing would run the steps."""
     if not cluster.get("worker"):
         raise UnsupportedStrategyError(
@@ -142,12 +119,12 @@ def _require_workers(cluster: dict) -> None:
         )
 
 
-def is_connected(config: RunConfig) -> bool:
+def is_connected(config: ClusterConfig) -> bool:
     """Whether this process has connected to `config`'s parameter-server cluster."""
     return _cluster_key(config) in _CONNECTED
 
 
-def serve_parameter_server_task(config: RunConfig) -> tf.distribute.Server:
+def serve_parameter_server_task(config: ClusterConfig) -> tf.distribute.Server:
     """This worker's or ps task's server in a ParameterServerStrategy cluster: it runs what the chief sends.
     With TensorFlow's default of one inter-op thread per core, a server on a 2-core machine can hold every
     thread in a blocked remote call and deadlock; four at least keep it serving."""
@@ -181,39 +158,3 @@ def checked_strategy(strategy) -> tf.distribute.Strategy | None:
         "OneDeviceStrategy, and ParameterServerStrategy, which RunConfig refuses as TF 2.15's did: in a TF_CONFIG "
         "cluster with ps tasks model_to_estimator creates it on the chief"
     )
-
-
-def is_chief_task() -> bool:
-    """Whether this process is the TF_CONFIG cluster's chief (or trains alone): the one that writes."""
-    return tf_config.this_process().is_chief
-
-
-def task_name() -> str:
-    """This process's TF_CONFIG task, as `worker 1`; `chief` when it trains alone."""
-    place = tf_config.this_process()
-    return f"{place.task_type} {place.task_id}"
-
-
-def check_cluster(mode: str, strategy: str = "off") -> None:
-    """Refuses, before anything is written, a TF_CONFIG that `mode` and `strategy` (a
-    `distribution_strategy`) cannot run: any cluster outside `mode=estimator`, ps tasks without
-    `distribution_strategy=parameter_server` or that strategy without them, or TF_CONFIG that does not parse."""
-    try:
-        cluster = tf_config.this_process().cluster_spec.as_dict()
-    except ValueError as error:
-        raise UnsupportedStrategyError(f"TF_CONFIG: {error}") from error
-    if mode == "estimator" and "ps" in cluster and strategy == "parameter_server":
-        _require_workers(cluster)
-    if mode == "estimator" and ("ps" in cluster) != (strategy == "parameter_server"):
-        raise UnsupportedStrategyError(
-            "TF_CONFIG names ps tasks: start every task with `distribution_strategy=parameter_server`, or use "
-            "a cluster without them (`multi_worker_mirrored`: a chief, workers and an evaluator)"
-            if "ps" in cluster
-            else "`distribution_strategy=parameter_server` needs a TF_CONFIG cluster with ps tasks (a chief, "
-            "workers, ps tasks and optionally an evaluator), every task started with the same command"
-        )
-    if mode != "estimator" and set(cluster) - {"chief"}:
-        raise UnsupportedStrategyError(
-            f"TF_CONFIG names a cluster ({', '.join(sorted(cluster))}), but `mode={mode}` runs on one machine: "
-            "run every task with `mode=estimator`, or unset TF_CONFIG"
-        )

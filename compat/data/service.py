@@ -1,7 +1,7 @@
 """The tf.data service's servers, started from the command line: TensorFlow's own, configured here.
 
-    python -m compat.data_service dispatcher --port=5050 [--work_dir=DIR]
-    python -m compat.data_service worker --dispatcher_address=127.0.0.1:5050 [--port=0]
+    python -m compat.data.service dispatcher --port=5050 [--work_dir=DIR]
+    python -m compat.data.service worker --dispatcher_address=127.0.0.1:5050 [--port=0]
 
 A trainer started with `--tf_data_service=grpc://127.0.0.1:5050` then has the
 service's workers read, decode and compute features for its training split
@@ -77,7 +77,7 @@ def _free_port(host: str) -> int:
 
 def main(argv: list[str]) -> None:
     if len(argv) != 2 or argv[1] not in _ROLES:
-        raise app.UsageError(f"usage: python -m compat.data_service {'|'.join(_ROLES)} [--flags]")
+        raise app.UsageError(f"usage: python -m compat.data.service {'|'.join(_ROLES)} [--flags]")
     flag_values = flags.FLAGS
     role = argv[1]
     if role == "dispatcher":

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 from absl import logging
 
-from compat import atomic
+from compat.core import atomic
 
 # 2: fm_tone's frequency swing is 150-300 Hz; in version 1 it was 20-48 Hz, under the default
 # features' frequency resolution (40 Hz at 25 ms), so an FM tone could not be told from a sine.

@@ -7,13 +7,13 @@ determines those examples: each file's path, size, modification time and
 label, the settings used before the cache, and `FORMAT_VERSION`. A touched file
 or a changed setting gives a new key, so an entry is never stale; old entries
 are listed and removed with `list_entries`/`remove_entries` or
-`python -m compat.cache`.
+`python -m compat.data.cache`.
 
 `Dataset.cache(filename)` alone serves partial or stale files and fails on a
 second concurrent writer (TensorFlow's `CacheDatasetV2` lock file). Here the files are written
 into a private temporary folder while the first pass streams to the consumer;
 the writer holds an `flock` on a lock file inside that folder for as long as it
-lives (`compat.atomic`), and the entry is published by an atomic rename only
+lives (`compat.core.atomic`), and the entry is published by an atomic rename only
 after the pass completes. Readers open published entries only, so a kill
 mid-write leaves a folder nobody reads and the next writer removes, and two
 concurrent builders both succeed.
@@ -51,14 +51,15 @@ from collections.abc import Callable, Sequence
 import tensorflow as tf
 from absl import logging
 
-from compat import atomic
 from compat.config import default_cache_dir
-from compat.sources import FileTable
+from compat.core import atomic
+from compat.core.errors import UserError
+from compat.data.sources import FileTable
 
 FORMAT_VERSION = 4  # 2: elements are chunks of examples; 3: in segment files; 4: with checksums
 
 
-class CacheUnavailableError(OSError):
+class CacheUnavailableError(UserError, OSError):
     """The cache folder cannot be written (read-only, no permission): the caller goes on without it."""
 
 
@@ -327,21 +328,8 @@ def through_disk_cache(
     goes on without the cache instead, `CacheUnavailableError`).
     """
     final = os.path.join(_entries_dir(cache_dir), key)
-    if os.path.isdir(final):
-        problem = damage(final)
-        if problem is None:
-            return _open_entry(final, key)
-        logging.warning("Dataset cache entry %s is damaged (%s): discarding it and building it again", final, problem)
-        try:
-            atomic.discard(final)
-        except FileNotFoundError:  # another process discarded it first
-            pass
-        except OSError as error:  # a read-only cache: the caller goes on without it
-            raise CacheUnavailableError(
-                f"the damaged cache entry {final} cannot be removed ({error}); remove it, "
-                "or set `cache_dir` to a writable folder"
-            ) from error
-
+    if _usable_entry(final):
+        return _open_entry(final, key)
     try:
         temp = atomic.make_temp_folder(final)
     except OSError as error:
@@ -350,9 +338,44 @@ def through_disk_cache(
             "writable folder, or `cache=memory` or `cache=none`"
         ) from error
     atexit.register(atomic.remove_own, temp)
-    started = time.monotonic()
-
     per_segment = elements_per_segment(elements)
+    publish = _publisher(temp, final, key, split, per_segment, describe)
+    written = _write_segments(build(), temp, per_segment)
+    # The prefetch runs the writer in its own thread, beside the decoding threads.
+    written = _then_call(written, publish).prefetch(tf.data.AUTOTUNE)
+    if not complete_now:
+        logging.info("Dataset cache miss (%s split): writing %s while reading", split, key)
+        return CachedSplit(written, temp, None)
+    logging.info("Dataset cache miss (%s split): writing %s now", split, key)
+    return _write_now(written, temp, final, key, cache_dir, split)
+
+
+def _usable_entry(final: str) -> bool:
+    """Whether `final` holds a whole entry; a damaged one is discarded (CacheUnavailableError when it
+    cannot be: the caller goes on without the cache)."""
+    if not os.path.isdir(final):
+        return False
+    problem = damage(final)
+    if problem is None:
+        return True
+    logging.warning("Dataset cache entry %s is damaged (%s): discarding it and building it again", final, problem)
+    try:
+        atomic.discard(final)
+    except FileNotFoundError:  # another process discarded it first
+        pass
+    except OSError as error:  # a read-only cache: the caller goes on without it
+        raise CacheUnavailableError(
+            f"the damaged cache entry {final} cannot be removed ({error}); remove it, "
+            "or set `cache_dir` to a writable folder"
+        ) from error
+    return False
+
+
+def _publisher(
+    temp: str, final: str, key: str, split: str, per_segment: int, describe: Callable[[], dict]
+) -> Callable[[], None]:
+    """What runs when the first pass ends: publish `temp` as `final` if every segment was written whole."""
+    started = time.monotonic()
 
     def publish_once() -> None:
         if os.path.isdir(final):
@@ -373,13 +396,11 @@ def through_disk_cache(
             )
         _publish(temp, final, meta)
 
-    written = _write_segments(build(), temp, per_segment)
-    # The prefetch runs the writer in its own thread, beside the decoding threads.
-    written = _then_call(written, publish_once).prefetch(tf.data.AUTOTUNE)
-    if not complete_now:
-        logging.info("Dataset cache miss (%s split): writing %s while reading", split, key)
-        return CachedSplit(written, temp, None)
-    logging.info("Dataset cache miss (%s split): writing %s now", split, key)
+    return publish_once
+
+
+def _write_now(written: tf.data.Dataset, temp: str, final: str, key: str, cache_dir: str, split: str) -> CachedSplit:
+    """Runs the first pass of `written` here, then opens the entry it published."""
     try:
         written.reduce(0, lambda count, _: count)
     except tf.errors.OpError as error:  # a write failed (a full disk): this split goes on without the cache
@@ -461,7 +482,7 @@ def remove_entries(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m compat.cache", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m compat.data.cache", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=("list", "remove"))
     parser.add_argument("--cache_dir", default=default_cache_dir())
     parser.add_argument("--key", action="append", default=[], help="entry to remove (repeatable)")

@@ -1,7 +1,7 @@
 """The PNG pictures a run writes: the tuning front and the test split's confusion matrix.
 
 matplotlib's object API (`Figure`, no pyplot state), rendered to files only, each
-written whole (`compat.atomic`).
+written whole (`compat.core.atomic`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from compat import atomic
+from compat.core import atomic
 
 
 def _figure(size: tuple[float, float]):

@@ -28,11 +28,12 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from compat import atomic, model_folder, summaries
-from compat.callbacks import NanGuard, StopAtMaxSteps, TrainingClock
-from compat.checkpoints import restore_newest_readable
-from compat.exports import copy_exports, export_keras_model
-from compat.run import Run
+from compat.core import atomic, summaries
+from compat.core.checkpoints import restore_newest_readable
+from compat.modes import model_folder
+from compat.modes.callbacks import NanGuard, StopAtMaxSteps, TrainingClock
+from compat.modes.exports import copy_exports, export_keras_model
+from compat.modes.run import Run
 
 
 class _TensorBoard(keras.callbacks.Callback):
@@ -182,55 +183,16 @@ def predicted_classes(model: keras.Model, features: dict, chunk: int = 1024) -> 
 def train_and_evaluate(run: Run) -> dict:
     """Trains (or resumes) in the run's folder, evaluates the test split, exports; returns the metrics."""
     model = run.build_model()
-    with run.scope():  # optimizer slots beside their (mirrored) variables
-        model.optimizer.build(model.trainable_variables)
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
-    manager = tf.train.CheckpointManager(
-        checkpoint,
-        run.path(model_folder.KERAS_CHECKPOINTS),
-        max_to_keep=run.train.keep_checkpoints,
-        checkpoint_name="ckpt",
-    )
-    restored = restore_newest_readable(
-        list(reversed(manager.checkpoints)), lambda path: checkpoint.restore(path).assert_existing_objects_matched()
-    )
-    if restored:
-        logging.info("Resuming from %s", restored)
+    manager, restored = _restore(run, model)
     start_step = int(model.optimizer.iterations.numpy())
-
     if not restored:  # once per model folder, at its first run
         run.write_example_images(run.path(model_folder.KERAS_EXAMPLE_IMAGES))
     nan_guard, clock = NanGuard(), TrainingClock(run.pipeline.batch_size)
     nan_guard.last_checkpoint = restored
-    plan = run.plan
-    if start_step < plan.max_steps:
-        model.fit(
-            run.dataset("train"),
-            steps_per_epoch=plan.period,
-            epochs=plan.periods,
-            initial_epoch=start_step // plan.period,
-            validation_data=run.dataset("eval"),
-            shuffle=False,  # the builder shuffles; Keras would only warn that it cannot
-            callbacks=[
-                StopAtMaxSteps(plan.max_steps),  # first: the other callbacks see the cut period end
-                nan_guard,
-                clock,
-                _Checkpoint(manager, nan_guard),
-                _KeepBest(run.path(model_folder.BEST_WEIGHTS)),
-                _TensorBoard(
-                    run.path(model_folder.KERAS_LOGS),
-                    run.train.log_every_steps,
-                    run.pipeline.batch_size,
-                    plan.steps_per_execution(run.train.steps_per_execution),
-                    run.train.profile_steps,
-                ),
-                # one row per evaluation period ("epoch"); a resumed run appends
-                _CSVLogger(run.path(model_folder.HISTORY), append=True),
-            ],
-            verbose=1 if sys.stdout.isatty() else 2,
-        )
+    if start_step < run.plan.max_steps:
+        _fit(run, model, start_step, [nan_guard, clock, _Checkpoint(manager, nan_guard)])
     else:
-        logging.info("Skipping training: step %d already reached max_steps %d", start_step, plan.max_steps)
+        logging.info("Skipping training: step %d already reached max_steps %d", start_step, run.plan.max_steps)
     nan_guard.raise_if_diverged()
 
     test_dataset = run.dataset("test")
@@ -245,25 +207,88 @@ def train_and_evaluate(run: Run) -> dict:
         extra["export_max_abs_difference"] = export_keras_model(
             model, run.model_dir, sample, pipeline=run.pipeline, class_names=run.class_names
         )
-    best = read_best(run.path(model_folder.BEST_WEIGHTS))
+    best = _score_best(run, model, test_dataset, float(test["accuracy"]), sample)
     if best is not None:
-        # The last period's results are written: the model now takes the best period's weights (and its
-        # optimizer state, also in the file), so that its traced test step and export code serve again.
-        last_weights = model.get_weights()
-        tf.train.Checkpoint(model=model).read(
-            run.path(model_folder.BEST_WEIGHTS, "weights")
-        ).assert_existing_objects_matched()
-        if all(np.array_equal(last, kept) for last, kept in zip(last_weights, model.get_weights(), strict=True)):
-            # The last period was the best (the learning rate decays to zero, so it often is): its test
-            # accuracy and exports are the best's, without evaluating or tracing them again.
-            best["test_accuracy"] = float(test["accuracy"])
-            if run.train.export:
-                copy_exports(run.model_dir, run.path(model_folder.BEST))
-        else:
-            best["test_accuracy"] = float(model.evaluate(test_dataset, return_dict=True, verbose=0)["accuracy"])
-            if run.train.export:
-                export_keras_model(
-                    model, run.path(model_folder.BEST), sample, pipeline=run.pipeline, class_names=run.class_names
-                )
         extra["best"] = best
     return run.write_metrics(test, steps, start_step, clock.train_seconds, **extra)
+
+
+def _restore(run: Run, model: keras.Model) -> tuple[tf.train.CheckpointManager, str | None]:
+    """The run's checkpoint manager, and the newest readable checkpoint restored into `model` (None: none)."""
+    with run.scope():  # optimizer slots beside their (mirrored) variables
+        model.optimizer.build(model.trainable_variables)
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
+    manager = tf.train.CheckpointManager(
+        checkpoint,
+        run.path(model_folder.KERAS_CHECKPOINTS),
+        max_to_keep=run.train.keep_checkpoints,
+        checkpoint_name="ckpt",
+    )
+    restored = restore_newest_readable(
+        list(reversed(manager.checkpoints)), lambda path: checkpoint.restore(path).assert_existing_objects_matched()
+    )
+    if restored:
+        logging.info("Resuming from %s", restored)
+    return manager, restored
+
+
+def _fit(run: Run, model: keras.Model, start_step: int, guards: list[keras.callbacks.Callback]) -> None:
+    """`model.fit` from `start_step` to the plan's last step, one "epoch" per evaluation period.
+
+    `guards` (the NaN guard, the clock, the checkpointer) run after the step budget, so that they see
+    a cut period end, and before the best-period keeper, TensorBoard and the history file.
+    """
+    plan = run.plan
+    model.fit(
+        run.dataset("train"),
+        steps_per_epoch=plan.period,
+        epochs=plan.periods,
+        initial_epoch=start_step // plan.period,
+        validation_data=run.dataset("eval"),
+        shuffle=False,  # the builder shuffles; Keras would only warn that it cannot
+        callbacks=[
+            StopAtMaxSteps(plan.max_steps),  # first: the other callbacks see the cut period end
+            *guards,
+            _KeepBest(run.path(model_folder.BEST_WEIGHTS)),
+            _TensorBoard(
+                run.path(model_folder.KERAS_LOGS),
+                run.train.log_every_steps,
+                run.pipeline.batch_size,
+                plan.steps_per_execution(run.train.steps_per_execution),
+                run.train.profile_steps,
+            ),
+            # one row per evaluation period ("epoch"); a resumed run appends
+            _CSVLogger(run.path(model_folder.HISTORY), append=True),
+        ],
+        verbose=1 if sys.stdout.isatty() else 2,
+    )
+
+
+def _score_best(
+    run: Run, model: keras.Model, test_dataset: tf.data.Dataset, last_accuracy: float, sample: dict
+) -> dict | None:
+    """The best period's record with its test accuracy, and its exports in `best/`; None without one.
+
+    The last period's results are written before this: the model takes the best period's weights (and
+    its optimizer state, also in the file) here, so that its traced test step and export code serve again.
+    """
+    best = read_best(run.path(model_folder.BEST_WEIGHTS))
+    if best is None:
+        return None
+    last_weights = model.get_weights()
+    tf.train.Checkpoint(model=model).read(
+        run.path(model_folder.BEST_WEIGHTS, "weights")
+    ).assert_existing_objects_matched()
+    if all(np.array_equal(last, kept) for last, kept in zip(last_weights, model.get_weights(), strict=True)):
+        # The last period was the best (the learning rate decays to zero, so it often is): its test
+        # accuracy and exports are the best's, without evaluating or tracing them again.
+        best["test_accuracy"] = last_accuracy
+        if run.train.export:
+            copy_exports(run.model_dir, run.path(model_folder.BEST))
+    else:
+        best["test_accuracy"] = float(model.evaluate(test_dataset, return_dict=True, verbose=0)["accuracy"])
+        if run.train.export:
+            export_keras_model(
+                model, run.path(model_folder.BEST), sample, pipeline=run.pipeline, class_names=run.class_names
+            )
+    return best

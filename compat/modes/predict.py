@@ -1,8 +1,8 @@
 """Classifying audio files with a run's export: `python train.py --mode=predict --model_dir=DIR FILE...`.
 
-The SavedModel's `classify_waveform` signature (compat/exports.py) fits each clip and computes its
+The SavedModel's `classify_waveform` signature (compat/modes/exports.py) fits each clip and computes its
 features in the graph, as training did; the files are read here with the training decoder
-(`compat.audio`: any format libsndfile reads, mixed to mono, resampled to the run's rate).
+(`compat.data.audio`: any format libsndfile reads, mixed to mono, resampled to the run's rate).
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from collections.abc import Iterator, Sequence
 
 import tensorflow as tf
 
-from compat import audio
-from compat.exports import CLASSIFIER_INFO
-from compat.model_folder import SAVED_MODEL
+from compat.core.errors import UserError
+from compat.data import audio
+from compat.modes.exports import CLASSIFIER_INFO
+from compat.modes.model_folder import SAVED_MODEL
 
 
-class NoClassifierError(FileNotFoundError):
+class NoClassifierError(UserError, FileNotFoundError):
     """The folder holds no export that classifies audio."""
 
 

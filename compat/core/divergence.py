@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import math
 
+from compat.core.errors import UserError
 
-class TrainingDiverged(FloatingPointError):
+
+class TrainingDiverged(UserError, FloatingPointError):
     """The loss became NaN or infinite; the message names the step and the last good checkpoint."""
+
+    exit_code = 1  # the run stopped on the way
 
     def __init__(self, step: int, loss: float, last_checkpoint: str | None):
         self.step, self.loss, self.last_checkpoint = step, loss, last_checkpoint

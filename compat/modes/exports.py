@@ -5,7 +5,7 @@ The SavedModel serves three signatures:
   - `classify_waveform`: mono float32 waveforms `[batch, samples]` at the run's sample rate;
   - `classify_wav`: WAV files' bytes `[batch]` (PCM at the run's sample rate, any channels);
 the last two fit each clip and compute its features in the graph with the training code
-(`compat.audio`), so serving cannot drift from training, and return `class_name`,
+(`compat.data.audio`), so serving cannot drift from training, and return `class_name`,
 `class_index`, `probability` and `probabilities`. `classifier.json` beside `saved_model.pb`
 holds the class names and the feature settings (sample rate, clip length, STFT and mel
 settings). `python train.py --mode=predict` reads it.
@@ -27,9 +27,10 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from compat import atomic, audio
 from compat.config import PipelineConfig
-from compat.model_folder import SAVED_MODEL
+from compat.core import atomic
+from compat.data import audio
+from compat.modes.model_folder import SAVED_MODEL
 
 CLASSIFIER_INFO = "classifier.json"
 KERAS_MODEL = "model.keras"

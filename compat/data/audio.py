@@ -28,6 +28,7 @@ import tensorflow as tf
 from absl import logging
 
 from compat.config import FEATURES, FeatureSpec  # noqa: F401  (FEATURES: re-exported)
+from compat.core.errors import UserError
 
 # Added before taking logs so silence maps to a finite floor, not -inf.
 LOG_OFFSET = 1e-6
@@ -35,8 +36,10 @@ LOG_OFFSET = 1e-6
 _CANONICAL_WAV_HEADER_BYTES = 44
 
 
-class BadAudioFileError(ValueError):
+class BadAudioFileError(UserError, ValueError):
     """A file could not be read as audio. The message names the file and the fix."""
+
+    exit_code = 1  # the run stopped on the way
 
     def __init__(self, path: str, reason: str):
         self.path = path

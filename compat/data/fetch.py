@@ -19,7 +19,8 @@ import urllib.request
 
 from absl import logging
 
-from compat import atomic
+from compat.core import atomic
+from compat.core.errors import UserError
 
 FSDD_COMMIT = "26eb9aaf76e81b692f806f9140c2d2777410d7a1"
 FSDD_URL = f"https://github.com/Jakobovski/free-spoken-digit-dataset/archive/{FSDD_COMMIT}.zip"
@@ -29,7 +30,7 @@ _CHUNK = 1 << 20
 MAX_DOWNLOAD_BYTES = 200 * 1024 * 1024
 
 
-class FetchError(RuntimeError):
+class FetchError(UserError, RuntimeError):
     """The dataset could not be downloaded or failed its check; nothing was published."""
 
 

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 
 from absl import logging
 
+from compat.core.errors import UserError
+
 SPLITS = ("train", "eval", "test", "predict")
 KINDS = ("synthetic", "fsdd", "folder", "manifest")
 AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg")
@@ -35,7 +37,7 @@ _FSDD_TEST_TAKES = range(0, 5)
 _FSDD_EVAL_TAKES = range(5, 10)
 
 
-class DataSourceError(ValueError):
+class DataSourceError(UserError, ValueError):
     """A source, folder, manifest, label or split is unusable; the message says how to fix it."""
 
 
@@ -272,12 +274,12 @@ def stratified_splits(files: Sequence[LabelledFile], eval_fraction: float, test_
 def list_source(source: DataSource, cache_dir: str) -> list[LabelledFile]:
     """Every file of `source`, downloading or generating it into `cache_dir` first if needed."""
     if source.kind == "synthetic":
-        from compat import synthetic
+        from compat.data import synthetic
 
         return list_class_folders(synthetic.ensure_dataset(cache_dir))
     if source.kind == "fsdd":
         if source.path is None:
-            from compat import fetch
+            from compat.data import fetch
 
             return list_fsdd(fetch.fetch_fsdd(cache_dir, url=source.url))
         return list_fsdd(source.path)

@@ -36,7 +36,9 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TextIO
+
+from compat.core.errors import UserError
 
 # TensorFlow's logger (`tf.get_logger()`), as TF 2.15's Estimator logged (docs/estimator.md), without importing it.
 logging = python_logging.getLogger("tensorflow")
@@ -51,11 +53,11 @@ _held_locks: dict[str, Any] = {}  # temporary folder -> its lock file, held whil
 _UNLOCKED_GRACE_SECONDS = 300
 
 
-class FolderInUseError(RuntimeError):
+class FolderInUseError(UserError, RuntimeError):
     """Another live process holds the folder; the message names it."""
 
 
-class FolderNotCreatedError(RuntimeError):
+class FolderNotCreatedError(UserError, RuntimeError):
     """A model folder could not be made (a read-only or virtual file system, a missing parent that cannot
     be made); the message names it and the system's reason."""
 
@@ -345,6 +347,23 @@ def folder_lock(folder: str) -> Iterator[None]:
             f"'{folder}' cannot be made ({error.strerror}): give a `model_dir` in a place this user can write"
         ) from error
     path = os.path.join(folder, _FOLDER_LOCK)
+    stream = _locked_lock_file(folder, path)
+    stream.seek(0)
+    stream.truncate()
+    stream.write(f"process {os.getpid()} on {socket.gethostname()}")
+    stream.flush()
+    remove_abandoned_temporaries(folder, all_dead=True)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+        stream.close()
+
+
+def _locked_lock_file(folder: str, path: str) -> TextIO:
+    """The lock file `path` of `folder`, opened and `flock`ed by this process; FolderInUseError naming the
+    holder, or FolderNotCreatedError for a folder this user cannot write."""
     while True:
         try:
             stream = open(path, "a+")
@@ -370,16 +389,5 @@ def folder_lock(folder: str) -> Iterator[None]:
         except FileNotFoundError:
             same = False
         if same:
-            break
-        stream.close()
-    stream.seek(0)
-    stream.truncate()
-    stream.write(f"process {os.getpid()} on {socket.gethostname()}")
-    stream.flush()
-    remove_abandoned_temporaries(folder, all_dead=True)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(path)
+            return stream
         stream.close()

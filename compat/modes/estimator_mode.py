@@ -32,10 +32,12 @@ from collections.abc import Iterator
 import numpy as np
 import tensorflow as tf
 
-from compat import atomic, distribution, estimator, model_folder
+from compat import estimator
+from compat.core import atomic, strategies
 from compat.estimator.early_stopping import read_eval_metrics
-from compat.model_folder import last_saved_step
-from compat.run import Run
+from compat.modes import distribution, model_folder
+from compat.modes.model_folder import last_saved_step
+from compat.modes.run import Run
 
 
 def train_and_evaluate(run: Run) -> dict | None:
@@ -44,7 +46,7 @@ def train_and_evaluate(run: Run) -> dict | None:
     plan = run.plan
     # A ParameterServerStrategy is not a RunConfig's (TF 2.15 refused it there): model_to_estimator finds
     # the one this process connected with (and builds its evaluation copy outside it).
-    parameter_server = distribution.is_parameter_server(run.strategy)
+    parameter_server = strategies.is_parameter_server(run.strategy)
     run_config = estimator.RunConfig(
         save_checkpoints_steps=plan.period,
         keep_checkpoint_max=run.train.keep_checkpoints,

@@ -8,7 +8,7 @@ Stages, in the order of TensorFlow's tf.data performance guide, one function eac
   2. decode           parallel read + decode (in-graph for 16-bit PCM WAV)
   3. transform        deterministic: length fit and features (STFT, mel, MFCC), on
                       chunks of clips
-  4. cache            none | memory | disk (persistent, keyed, atomic; `compat.cache`).
+  4. cache            none | memory | disk (persistent, keyed, atomic; `compat.data.cache`).
                       Training: the first epoch streams in file order while it is
                       written; later epochs replay the cache in a new order (disk:
                       its segments a few at a time; memory: its chunks), then a
@@ -39,20 +39,35 @@ from typing import Any, Union
 import tensorflow as tf
 from absl import logging
 
-from compat import audio, cache, distribution
 from compat.config import AUTOTUNE, CACHE_MODES, PipelineConfig
-from compat.sources import DataSource, FileTable, SourceIndex, build_index
+from compat.core import strategies
+from compat.data import audio, cache
+from compat.data.sources import DataSource, FileTable, SourceIndex, build_index
 
 __all__ = [
     "AUTOTUNE",
     "CACHE_MODES",
     "PipelineConfig",
+    "Source",
+    # the public API
     "build_dataset",
+    "check_audio",
     "class_names",
     "feature_shape",
+    "fill_cache",
     "index",
     "make_input_fn",
     "split_size",
+    # the stages, in order, for programs that assemble their own pipeline
+    "list_files",
+    "decode",
+    "window_samples",
+    "transform",
+    "examples",
+    "through_data_service",
+    "batch_examples",
+    "augment",
+    "prefetch",
 ]
 
 # A source as the public functions take it: a spec string or path, a DataSource, or a run's index.
@@ -214,6 +229,33 @@ def examples(
         replays = cached.shuffle(_chunks_in(table), seed=config.seed, reshuffle_each_iteration=True).repeat()
         return cached.unbatch().concatenate(_shuffle_examples(replays.unbatch(), config))
 
+    try:
+        split_cache = _disk_cache(table, config, split, training, write_now, decoded_chunks, bad_files)
+    except cache.CacheUnavailableError as error:
+        logging.warning("Going on without the disk cache for the %s split: %s", split, error)
+        return examples(table, dataclasses.replace(config, cache="none"), split, training, write_now)
+    spec = _chunk_spec(config, training)
+    if not training:
+        stream = split_cache.replay(spec).unbatch()
+        # Keras sizes an evaluation pass by the cardinality.
+        return stream.apply(tf.data.experimental.assert_cardinality(split_cache.examples))
+    first_epoch = split_cache.first_pass or split_cache.replay(spec)  # a hit: as it was written
+    replays = _shuffle_examples(split_cache.replay(spec, seed=config.seed).repeat().unbatch(), config)
+    return first_epoch.unbatch().concatenate(replays)
+
+
+def _disk_cache(
+    table: FileTable,
+    config: PipelineConfig,
+    split: str,
+    training: bool,
+    write_now: bool,
+    decoded_chunks: Callable[[], tf.data.Dataset],
+    bad_files: audio.BadFileLog | None,
+) -> cache.CachedSplit:
+    """The split's disk cache entry: read on a hit; on a miss written from `decoded_chunks()`, now for
+    evaluation splits (which may be read in part) and with `write_now`, else as training's first pass reads."""
+
     def describe() -> dict:
         skipped = len(bad_files.skipped) if bad_files else 0
         if bad_files and skipped:
@@ -228,28 +270,16 @@ def examples(
             "feature": config.feature,
         }
 
-    try:
-        split_cache = cache.through_disk_cache(
-            config.resolved_cache_dir,
-            cache.fingerprint(table, _pre_cache_settings(config, split, training)),
-            build=decoded_chunks,
-            elements=_chunks_in(table),
-            describe=describe,
-            # Training reads whole epochs; evaluation may stop early (steps=N).
-            complete_now=write_now or not training,
-            split=split,
-        )
-    except cache.CacheUnavailableError as error:
-        logging.warning("Going on without the disk cache for the %s split: %s", split, error)
-        return examples(table, dataclasses.replace(config, cache="none"), split, training, write_now)
-    spec = _chunk_spec(config, training)
-    if not training:
-        stream = split_cache.replay(spec).unbatch()
-        # Keras sizes an evaluation pass by the cardinality.
-        return stream.apply(tf.data.experimental.assert_cardinality(split_cache.examples))
-    first_epoch = split_cache.first_pass or split_cache.replay(spec)  # a hit: as it was written
-    replays = _shuffle_examples(split_cache.replay(spec, seed=config.seed).repeat().unbatch(), config)
-    return first_epoch.unbatch().concatenate(replays)
+    return cache.through_disk_cache(
+        config.resolved_cache_dir,
+        cache.fingerprint(table, _pre_cache_settings(config, split, training)),
+        build=decoded_chunks,
+        elements=_chunks_in(table),
+        describe=describe,
+        # Training reads whole epochs; evaluation may stop early (steps=N).
+        complete_now=write_now or not training,
+        split=split,
+    )
 
 
 def through_data_service(chunks: tf.data.Dataset, config: PipelineConfig) -> tf.data.Dataset:
@@ -302,7 +332,7 @@ def augment(batches: tf.data.Dataset, config: PipelineConfig) -> tf.data.Dataset
 def prefetch(batches: tf.data.Dataset, config: PipelineConfig) -> tf.data.Dataset:
     """Stage 7: prefetch, and copy batches ahead to a visible GPU."""
     batches = batches.prefetch(config.prefetch).with_options(_options(config))
-    return distribution.prefetch_to_accelerator(batches) if config.prefetch_to_device else batches
+    return strategies.prefetch_to_accelerator(batches) if config.prefetch_to_device else batches
 
 
 def _options(config: PipelineConfig) -> tf.data.Options:

@@ -1,7 +1,7 @@
 """TF_CONFIG, the cluster a process belongs to: read and checked as TF 2.15's RunConfig did.
 
 `compat.estimator.RunConfig` takes its cluster properties from here, and so does
-`compat.distribution`, which must know whether this process is the chief (and
+`compat.modes.distribution`, which must know whether this process is the chief (and
 refuse a cluster its mode cannot run) without importing the Estimator package.
 Three shapes:
 

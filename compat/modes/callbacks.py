@@ -6,7 +6,7 @@ import time
 
 import keras
 
-from compat.divergence import TrainingDiverged, is_finite
+from compat.core.divergence import TrainingDiverged, is_finite
 
 
 class StopAtMaxSteps(keras.callbacks.Callback):

@@ -1,0 +1,33 @@
+"""The application's audio input: one prefetching Dataset builder that feeds every mode.
+
+  builder     the stages, in the tf.data guide's order (list, decode, features, cache, batch,
+              augment, prefetch), and the public API, also reachable here: `build_dataset`,
+              `make_input_fn`, `index`, `class_names`, ...
+  audio       decoding (in-graph for 16-bit PCM WAV, soundfile otherwise) and features
+  sources     listing a source (folders, FSDD, a manifest, the built-in set) into splits
+  cache       the persistent, keyed, atomic disk cache (`python -m compat.data.cache`)
+  synthetic   the built-in dataset, generated on first use
+  fetch       downloading a source once, checked and atomic
+  service     a tf.data service dispatcher or worker (`python -m compat.data.service`)
+
+The builder's names are loaded on first use: importing `compat.data.sources` (which `flags.py`
+does before TensorFlow may load, for `train.py`'s quiet start) must not import TensorFlow.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_BUILDER = "compat.data.builder"
+
+
+def __getattr__(name: str) -> Any:
+    builder = importlib.import_module(_BUILDER)
+    if name in builder.__all__:
+        return getattr(builder, name)
+    raise AttributeError(f"module 'compat.data' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *importlib.import_module(_BUILDER).__all__])
