@@ -24,6 +24,7 @@ from compat.config import (
     PipelineConfig,
     TrainConfig,
     TuneConfig,
+    check_together,
     replace_fields,
 )
 from compat.core import atomic
@@ -258,46 +259,6 @@ def _data_flags_agree(values: dict) -> bool:
     return not data_dir and not manifest
 
 
-@flags.multi_flags_validator(
-    ["mode", "distribution_strategy"],
-    message=(
-        "--distribution_strategy=multi_worker_mirrored and parameter_server run with --mode=estimator only: Keras "
-        "3's fit cannot train under MultiWorkerMirroredStrategy (keras-team/keras#20585) or ParameterServerStrategy; "
-        "run the same flags with --mode=estimator on every task of the TF_CONFIG cluster. --mode=tune runs its "
-        "trials on one device: train the best flags under a strategy afterwards"
-    ),
-)
-def _strategy_fits_mode(values: dict) -> bool:
-    strategy = values["distribution_strategy"]
-    if values["mode"] == "tune":
-        return strategy == "off"
-    return values["mode"] == "estimator" or strategy not in ("multi_worker_mirrored", "parameter_server")
-
-
-@flags.multi_flags_validator(
-    ["distribution_strategy", "cache"],
-    message=(
-        "--distribution_strategy=parameter_server needs --cache=disk: the workers rebuild the training input from "
-        "its graph, which must read the cache's files (written by the chief first) rather than run the decoder's "
-        "Python fallback; point --cache_dir at a folder every task sees"
-    ),
-)
-def _parameter_servers_read_the_disk_cache(values: dict) -> bool:
-    return values["distribution_strategy"] != "parameter_server" or values["cache"] == "disk"
-
-
-@flags.multi_flags_validator(
-    ["mode", "enable_xla", "profile_steps"],
-    message=(
-        "--enable_xla and --profile_steps apply to --mode=keras: the Estimator engine's step loop reads its "
-        "input inside the compiled function, which XLA cannot compile, and profiles are taken around Keras' "
-        "compiled calls"
-    ),
-)
-def _keras_only_switches(values: dict) -> bool:
-    return values["mode"] == "keras" or not (values["enable_xla"] or values["profile_steps"])
-
-
 @flags.validator("profile_steps", message="--profile_steps must be FIRST,LAST: two step numbers, 1 <= FIRST <= LAST")
 def _profile_range(value) -> bool:
     if value is None:
@@ -438,13 +399,16 @@ def configs_from_flags() -> Configs:
         values["profile_steps"] = tuple(int(step) for step in values["profile_steps"])
     if values["sample_rate"] is None:
         values["sample_rate"] = NATIVE_SAMPLE_RATES.get(FLAGS.dataset, _PIPELINE.sample_rate)
+    pipeline, train = replace_fields(PipelineConfig(), values), replace_fields(TrainConfig(), values)
+    distribution = replace_fields(DistributionConfig(), values)
+    check_together(FLAGS.mode, pipeline, train, distribution)
     return Configs(
         source=data_source(),
-        pipeline=replace_fields(PipelineConfig(), values),
+        pipeline=pipeline,
         model=replace_fields(models.ModelConfig(), values),
-        train=replace_fields(TrainConfig(), values),
+        train=train,
         tune=replace_fields(TuneConfig(), values),
-        distribution=replace_fields(DistributionConfig(), values),
+        distribution=distribution,
         tune_target=FLAGS.tune_target,
         model_dir=_model_dir(FLAGS.model_dir or os.path.join("runs", _DEFAULT_FOLDER.get(FLAGS.mode, FLAGS.mode))),
         mode=FLAGS.mode,

@@ -46,6 +46,7 @@ def train_model(configs: flags.Configs) -> None:
         shared=not chief,
         strategy=strategy,
         mode=configs.mode,
+        distribution=configs.distribution,
     ) as this:
         # A resumed run keeps the flags.txt it was started with until it ends: a run refused for
         # restoring another model's checkpoint must not lose the flags that model was trained with.

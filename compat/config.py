@@ -281,6 +281,47 @@ class TuneConfig:
         )
 
 
+MODES = ("keras", "estimator", "tune", "predict")
+
+
+def check_together(mode: str, pipeline: PipelineConfig, train: TrainConfig, distribution: DistributionConfig) -> None:
+    """The rules that span configs, for every caller: train.py's flags and Python programs alike.
+
+    Raises:
+      ValueError: naming the settings (`name=value`) that do not go together, and what to do.
+    """
+    strategy = distribution.distribution_strategy
+    _require("mode", mode in MODES, f"mode '{mode}' must be one of {MODES}")
+    if mode == "tune":
+        _require(
+            "DistributionConfig",
+            strategy == "off",
+            "`mode=tune` runs its trials on one device: search with `distribution_strategy=off`, then train "
+            "the best flags under a strategy",
+        )
+    _require(
+        "DistributionConfig",
+        mode != "keras" or strategy not in ("multi_worker_mirrored", "parameter_server"),
+        f"`distribution_strategy={strategy}` runs with `mode=estimator` only: Keras 3's fit cannot train under "
+        "MultiWorkerMirroredStrategy (keras-team/keras#20585) or ParameterServerStrategy; run the same settings "
+        "with `mode=estimator` on every task of the TF_CONFIG cluster",
+    )
+    _require(
+        "DistributionConfig",
+        strategy != "parameter_server" or pipeline.cache == "disk",
+        "`distribution_strategy=parameter_server` needs `cache=disk`: the workers rebuild the training input "
+        "from its graph, which must read the cache's files (written by the chief first) rather than run the "
+        "decoder's Python fallback; point `cache_dir` at a folder every task sees",
+    )
+    _require(
+        "TrainConfig",
+        mode == "keras" or not (train.enable_xla or train.profile_steps),
+        "`enable_xla` and `profile_steps` apply to `mode=keras`: the Estimator engine's step loop reads its "
+        "input inside the compiled function, which XLA cannot compile, and profiles are taken around Keras' "
+        "compiled calls",
+    )
+
+
 def replace_fields(config: Any, values: Mapping[str, Any], renames: Mapping[str, str] | None = None) -> Any:
     """`config` with each field that `values` names set to its value; other names are ignored.
 

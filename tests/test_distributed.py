@@ -134,12 +134,33 @@ def test_train_py_runs_mirrored_in_both_modes(tiny_data, tmp_path):
     (("--mode=estimator", "--distribution_strategy=parameter_server"), "needs a TF_CONFIG cluster with ps tasks"),
     (("--mode=estimator", "--distribution_strategy=parameter_server", "--cache=memory"), "needs --cache=disk"),
     (("--tf_data_service=localhost:5050",), "grpc://HOST:PORT"),
+    (("--mode=estimator", "--enable_xla"), "--enable_xla and --profile_steps apply to --mode=keras"),
 ])
 def test_strategies_a_mode_cannot_run_are_refused_before_anything_is_written(tmp_path, flags, named):
     result = train_in_process(*flags, f"--model_dir={tmp_path / 'run'}")
     assert result.returncode == 2
     assert named in result.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_python_caller_gets_the_same_refusals_as_the_flags(tmp_path):
+    """Settings that span configs are checked by the configs' own rule (open_run calls it), not by flags alone."""
+    from compat.config import DistributionConfig, PipelineConfig, TrainConfig, check_together
+    from compat.modes import run
+
+    with pytest.raises(ValueError, match="`distribution_strategy=parameter_server` needs `cache=disk`"):
+        check_together("estimator", PipelineConfig(cache="memory"), TrainConfig(),
+                       DistributionConfig("parameter_server"))
+    with pytest.raises(ValueError, match="apply to `mode=keras`"):
+        check_together("estimator", PipelineConfig(), TrainConfig(enable_xla=True), DistributionConfig())
+    check_together("keras", PipelineConfig(), TrainConfig(enable_xla=True), DistributionConfig("mirrored"))
+    import models
+
+    with pytest.raises(ValueError, match="runs with `mode=estimator` only"):
+        with run.open_run("synthetic", PipelineConfig(), models.ModelConfig(), TrainConfig(), str(tmp_path / "run"),
+                          mode="keras", distribution=DistributionConfig("multi_worker_mirrored")):
+            pass
+    assert not (tmp_path / "run").exists()  # refused before the folder was made
 
 
 def test_train_py_on_a_cluster_chief_and_worker_share_one_model_folder(tiny_data, tmp_path):

@@ -25,7 +25,7 @@ import tensorflow as tf
 
 import models
 from compat import data
-from compat.config import PipelineConfig, TrainConfig
+from compat.config import DistributionConfig, PipelineConfig, TrainConfig, check_together
 from compat.core import atomic
 from compat.data.sources import DataSource, SourceIndex
 from compat.modes import charts
@@ -241,10 +241,12 @@ def open_run(
     shared: bool = False,
     strategy: tf.distribute.Strategy | None = None,
     mode: str | None = None,
+    distribution: DistributionConfig | None = None,
 ) -> Iterator[Run]:
     """Takes `model_dir` for this process, lists the source once and plans the steps.
 
-    With `mode`, a folder holding another mode's run is refused (OtherModesFolderError).
+    With `mode`, a folder holding another mode's run is refused (OtherModesFolderError); with `distribution`
+    too, settings that do not go together are refused before anything is written (`config.check_together`).
 
     A second run on the same folder is refused at once with the first one's
     process named; files left half-written by a killed run are removed.
@@ -254,6 +256,8 @@ def open_run(
     in its scope.
     """
     started = time.perf_counter()
+    if mode is not None and distribution is not None:
+        check_together(mode, pipeline, train, distribution)
     with contextlib.nullcontext() if shared else atomic.folder_lock(model_dir):
         if mode is not None:
             check_folder_mode(model_dir, mode)
