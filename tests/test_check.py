@@ -127,3 +127,11 @@ def test_running_a_program_shows_what_the_check_said(snippet, tmp_path):
         assert result.returncode != 0 and "has no attribute 'layers'" in result.stderr, result.stderr[-2000:]
     else:
         assert result.returncode == 0 and "trained to step 2" in result.stdout, result.stderr[-2000:]
+
+
+def test_the_check_points_at_the_conversion_for_the_estimators_a_file_trains(capsys):
+    assert check.main([os.path.join(SNIPPETS, "from_imports_2021.py")]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "compat.estimator.to_keras" in last and "DNNClassifier, model_to_estimator" in last
+    assert check.main([os.path.join(SNIPPETS, "compat_v1_2019.py")]) == 0  # a custom model_fn: its export
+    assert "(through their exports)" in capsys.readouterr().out.strip().splitlines()[-1]

@@ -360,6 +360,13 @@ def add_control_inputs(op: tf.Operation, inputs: list) -> None:
 # estimators reach them only through these functions.
 
 
+def is_numeric_column(column) -> bool:
+    """Whether `column` is a `tf.feature_column.numeric_column` (what to_keras makes a Keras Input of)."""
+    from tensorflow.python.feature_column import feature_column_v2
+
+    return isinstance(column, feature_column_v2.NumericColumn)
+
+
 def is_feature_column_v2(feature_columns) -> bool:
     """True when every column is a TF2 column (`tf.feature_column.*`), as the TF2 canned estimators require."""
     from tensorflow.python.feature_column import feature_column_v2

@@ -55,6 +55,7 @@ from compat.estimator.hooks.hooks import InMemoryEvaluatorHook, make_stop_at_che
 from compat.estimator.keras_lib import model_to_estimator
 from compat.estimator.model_fn import EstimatorSpec, ModeKeys, call_logit_fn
 from compat.estimator.run_config import RunConfig
+from compat.estimator.to_keras import to_keras
 from compat.estimator.training import CheckpointSaverListener, EvalSpec, TrainSpec, train_and_evaluate
 from compat.estimator.warm_starting import VocabInfo, WarmStartSettings
 
@@ -110,6 +111,7 @@ __all__ = [
     "inputs",
     "install",
     "model_to_estimator",
+    "to_keras",
     "tpu",
     "train_and_evaluate",
     "uninstall",

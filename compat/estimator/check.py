@@ -289,6 +289,46 @@ def _verdict(counts: dict[str, int]) -> str:
     return "runs as on TF 2.15" if sum(counts.values()) else "no Estimator surface"
 
 
+# Estimators whose trained models to_keras makes native Keras models; any other converts through its export.
+_NATIVE = ("DNNClassifier", "DNNRegressor", "model_to_estimator")
+
+
+def _conversions(uses: list[Use]) -> str:
+    """What of the file's Estimators `to_keras` converts, in a few words ('' when it uses none)."""
+    names = {use.name.rsplit(".", 1)[-1] for use in uses}
+    native = sorted(names & set(_NATIVE))
+    if native:
+        return "its " + ", ".join(native) + " models"
+    return "its Estimators (through their exports)" if "Estimator" in names else ""
+
+
+def _print_text(by_file: dict[str, list[Use]], unreadable: dict[str, str], diffs: dict[str, str] | None) -> None:
+    """The text report: a line per use and per file, the totals, then the install lines when asked."""
+    every_use = [use for uses in by_file.values() for use in uses]
+    for path, uses in by_file.items():
+        for use in uses:
+            note = f": {use.note}" if use.note and use.status != compatibility.SAME else ""
+            print(f"{use.path}:{use.line}: {use.name}  {use.status}{note}")
+        if uses:
+            counts = _summary(uses)
+            shown = ", ".join(f"{count} {status}" for status, count in counts.items() if count)
+            print(f"{path}: {len(uses)} uses ({shown}): {_verdict(counts)}")
+    for path, reason in unreadable.items():
+        print(f"{path}: not checked ({reason})")
+    verdicts = [_verdict(_summary(uses)) for uses in by_file.values() if uses]
+    files = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
+    print(f"{len(by_file)} files, {len(every_use)} uses" + (f"; files: {files}" if files else ""))
+    converts = _conversions(every_use)
+    if converts:
+        print(
+            f"To leave tf.estimator without retraining: compat.estimator.to_keras(estimator) turns {converts} "
+            "into Keras 3 models with their trained weights (docs/estimator.md)"
+        )
+    if diffs is not None:
+        for path, diff in diffs.items():
+            print(diff or f"# {path}: no change needed", end="" if diff else "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m compat.estimator.check", description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="+", help="Python files, or folders to search for *.py")
@@ -328,22 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(report, sys.stdout, indent=1)
         print()
     else:
-        for path, uses in by_file.items():
-            for use in uses:
-                note = f": {use.note}" if use.note and use.status != compatibility.SAME else ""
-                print(f"{use.path}:{use.line}: {use.name}  {use.status}{note}")
-            if uses:
-                counts = _summary(uses)
-                shown = ", ".join(f"{count} {status}" for status, count in counts.items() if count)
-                print(f"{path}: {len(uses)} uses ({shown}): {_verdict(counts)}")
-        for path, reason in unreadable.items():
-            print(f"{path}: not checked ({reason})")
-        verdicts = [_verdict(_summary(uses)) for uses in by_file.values() if uses]
-        files = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
-        print(f"{len(by_file)} files, {len(every_use)} uses" + (f"; files: {files}" if files else ""))
-        if args.diff:
-            for path, diff in diffs.items():
-                print(diff or f"# {path}: no change needed", end="" if diff else "\n")
+        _print_text(by_file, unreadable, diffs if args.diff else None)
     if unreadable:
         return 2
     return 1 if totals[compatibility.REFUSED] else 0

@@ -735,6 +735,12 @@ class KerasEstimator(EstimatorBase):
         return results
 
     # -- predict, export ----------------------------------------------------
+    def trained_keras_model(self, checkpoint_path: str | None = None) -> keras.Model:
+        """A new copy of the Keras model, compiled as it was, with the weights of `checkpoint_path` (default:
+        the newest checkpoint): the model this Estimator trained, for Keras from here on (`to_keras`)."""
+        self._restore(checkpoint_path)
+        return _ModelRecipe.of(self._model).build(contextlib.nullcontext())
+
     def predict(
         self,
         input_fn: Callable,

@@ -25,6 +25,7 @@ from compat.estimator.canned import common, optimizers, v1_heads
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import RegressionHead
 from compat.estimator.model_fn import ModeKeys
+from compat.estimator.to_keras import CannedRecipe
 
 # TF 2.15's batch normalization momentum: Keras' 0.99 diverged on some problems
 _BATCH_NORM_MOMENTUM = 0.999
@@ -249,6 +250,16 @@ class DNNClassifier(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
+        self._keras_recipe = CannedRecipe(
+            "DNNClassifier",
+            feature_columns,
+            hidden_units,
+            activation_fn,
+            dropout,
+            batch_norm,
+            n_classes=n_classes,
+            label_dimension=None,
+        )
 
 
 class DNNRegressor(Estimator):
@@ -277,6 +288,16 @@ class DNNRegressor(Estimator):
             model_dir=model_dir,
             config=config,
             warm_start_from=warm_start_from,
+        )
+        self._keras_recipe = CannedRecipe(
+            "DNNRegressor",
+            feature_columns,
+            hidden_units,
+            activation_fn,
+            dropout,
+            batch_norm,
+            n_classes=None,
+            label_dimension=label_dimension,
         )
 
 

@@ -1,0 +1,224 @@
+"""From Estimator to Keras 3: a trained Estimator as a Keras model that predicts what it predicted.
+
+    model = compat.estimator.to_keras(estimator)                     # model_to_estimator, canned DNN
+    model = compat.estimator.to_keras(estimator, serving_input_receiver_fn=receiver)   # any Estimator
+    python -m compat.estimator.to_keras EXPORT_DIR OUT.keras         # an export, as a Keras model
+
+What each kind of Estimator becomes, with the weights of its newest checkpoint (or `checkpoint_path`):
+
+- `model_to_estimator`'s: the original Keras model (a new copy, compiled as it was) with the trained
+  weights. A model folder alone does not record the architecture: pass `keras_model=` (the
+  architecture, e.g. the function that built it) with the folder, TF 2.15's folders included.
+- `DNNClassifier` and `DNNRegressor` over `numeric_column`s: a native Keras 3 model (one `Input` per
+  column, in the order the feature columns concatenated them, Dense layers, and the head's outputs as
+  a dict: `logits`, `probabilities`, `class_ids`, plus `logistic` for two classes; `predictions` for a
+  regressor). No TensorFlow graph code is inside: it saves as `.keras`, loads with
+  `keras.saving.load_model`, and trains on with `fit` (compile it first). The string `classes`
+  outputs are left out (Keras models compute numbers); `class_ids` index the label vocabulary.
+- Any other Estimator (a custom model_fn, other canned Estimators, other feature columns): its
+  SavedModel export, written with `serving_input_receiver_fn`, wrapped in `keras.layers.TFSMLayer`:
+  inference with the export's serving signature (the same input and output keys, so serving clients
+  see no change); it cannot be trained on. A receiver is needed because the Estimator's export is.
+  Saved as `.keras`, it still reads the export folder, and loads after `import compat.estimator`
+  with `keras.saving.load_model(path, safe_mode=False)` (Keras asks for that for SavedModel layers).
+
+Raises ValueError naming what is missing when a conversion cannot be made.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from compat.core import tf_internals
+
+_DNN_KINDS = ("DNNClassifier", "DNNRegressor")
+
+
+def to_keras(
+    estimator: Any,
+    *,
+    keras_model: keras.Model | None = None,
+    serving_input_receiver_fn: Callable | None = None,
+    checkpoint_path: str | None = None,
+) -> keras.Model:
+    """A Keras 3 model that predicts what `estimator` predicts, with its trained weights.
+
+    Args:
+      estimator: an Estimator of compat.estimator, or the model folder of a `model_to_estimator`
+        Estimator (with `keras_model`).
+      keras_model: the architecture of a model_to_estimator folder given by path (its weights are
+        replaced by the folder's).
+      serving_input_receiver_fn: for Estimators converted through their export (see the module).
+      checkpoint_path: a checkpoint other than the newest.
+
+    Raises:
+      ValueError: a folder without `keras_model`, or an Estimator that needs a receiver and got none.
+    """
+    from compat.estimator.keras_lib import KerasEstimator, model_to_estimator
+
+    if isinstance(estimator, str | os.PathLike):
+        if keras_model is None:
+            raise ValueError(
+                f"{os.fspath(estimator)}: a model folder does not record its model's architecture: pass "
+                "keras_model= (the compiled Keras model the folder was trained from), or the Estimator itself"
+            )
+        estimator = model_to_estimator(keras_model=keras_model, model_dir=os.fspath(estimator))
+    if isinstance(estimator, KerasEstimator):
+        return estimator.trained_keras_model(checkpoint_path)
+    recipe = getattr(estimator, "_keras_recipe", None)
+    if recipe is not None and recipe.native():
+        return recipe.build(_reader(estimator, checkpoint_path))
+    if serving_input_receiver_fn is None:
+        kind = type(estimator).__name__
+        reason = recipe.why_not_native() if recipe is not None else f"a {kind} has no native Keras counterpart"
+        raise ValueError(
+            f"{reason}: pass serving_input_receiver_fn= (as for export_saved_model) to convert its export, "
+            "which keeps the serving signature"
+        )
+    export_dir = estimator.export_saved_model(
+        tempfile.mkdtemp(prefix="to_keras-"), serving_input_receiver_fn, checkpoint_path=checkpoint_path
+    )
+    return from_export(os.fsdecode(export_dir))
+
+
+def from_export(export_dir: str, signature: str = "serving_default") -> keras.Model:
+    """A Keras model over a SavedModel export's `signature`: the same input keys (one `Input` each, named
+    as the signature names them) and output keys. Inference only (TFSMLayer), the export itself must stay."""
+    loaded = tf.saved_model.load(export_dir)
+    if signature not in loaded.signatures:
+        raise ValueError(f"{export_dir} has no signature '{signature}'; it has {sorted(loaded.signatures)}")
+    specs = loaded.signatures[signature].structured_input_signature[1]
+    inputs = {name: keras.Input(shape=spec.shape[1:], dtype=spec.dtype.name, name=name) for name, spec in specs.items()}
+    layer = ExportSignature(export_dir, call_endpoint=signature)
+    return keras.Model(inputs, layer(inputs), name="estimator_export")
+
+
+@keras.saving.register_keras_serializable(package="compat.estimator")
+class ExportSignature(keras.layers.TFSMLayer):
+    """Keras' TFSMLayer, called as an Estimator export's signature is: with its inputs by name (the
+    signature's arguments are keywords; TFSMLayer passes one positional argument)."""
+
+    def call(self, inputs: dict, training: bool = False) -> Any:
+        del training  # an export serves one mode
+        return self.call_endpoint_fn(**inputs)
+
+
+def _reader(estimator: Any, checkpoint_path: str | None) -> tf.train.CheckpointReader:
+    path = checkpoint_path or estimator.latest_checkpoint()
+    if path is None:
+        raise ValueError(f"{estimator.model_dir} holds no checkpoint: train the Estimator first")
+    return tf.train.load_checkpoint(path)
+
+
+class CannedRecipe:
+    """What a canned Estimator was built from, for its native Keras twin (kept by the Estimator)."""
+
+    def __init__(
+        self,
+        kind: str,
+        feature_columns: Sequence,
+        hidden_units: Sequence[int],
+        activation_fn: Callable,
+        dropout: float | None,
+        batch_norm: bool,
+        n_classes: int | None,
+        label_dimension: int | None,
+    ) -> None:
+        self.kind, self.feature_columns, self.hidden_units = kind, list(feature_columns), list(hidden_units)
+        self.activation_fn, self.dropout, self.batch_norm = activation_fn, dropout, batch_norm
+        self.n_classes, self.label_dimension = n_classes, label_dimension
+
+    def why_not_native(self) -> str | None:
+        if self.kind not in _DNN_KINDS:
+            return f"a {self.kind} has no native Keras counterpart yet"
+        others = [column.name for column in self.feature_columns if not tf_internals.is_numeric_column(column)]
+        if others:
+            return f"only numeric_column features become Keras inputs natively; {', '.join(others)} are not"
+        if any(column.normalizer_fn is not None for column in self.feature_columns):
+            return "a numeric_column with a normalizer_fn (a Python function) has no Keras layer"
+        if self.batch_norm:
+            return "a DNN with batch_norm has no native Keras twin yet"
+        return None
+
+    def native(self) -> bool:
+        return self.why_not_native() is None
+
+    def build(self, reader: tf.train.CheckpointReader) -> keras.Model:
+        """The DNN as Keras 3 layers, with the checkpoint's weights."""
+        # DenseFeatures concatenates the columns sorted by name, each flattened.
+        columns = sorted(self.feature_columns, key=lambda column: column.name)
+        inputs = {
+            column.key: keras.Input(shape=tuple(column.shape), dtype=column.dtype.name, name=column.key)
+            for column in columns
+        }
+        parts = [keras.layers.Flatten()(keras.ops.cast(inputs[column.key], "float32")) for column in columns]
+        net = parts[0] if len(parts) == 1 else keras.layers.Concatenate()(parts)
+        activation = keras.activations.get(getattr(self.activation_fn, "__name__", self.activation_fn))
+        layers = []
+        for index, units in enumerate(self.hidden_units):
+            layer = keras.layers.Dense(units, activation=activation, name=f"hiddenlayer_{index}")
+            net = layer(net)
+            layers.append((layer, f"dnn/hiddenlayer_{index}"))
+        if self.kind == "DNNRegressor":
+            units = self.label_dimension or 1
+        else:
+            units = 1 if self.n_classes == 2 else int(self.n_classes or 2)
+        logits_layer = keras.layers.Dense(units, name="logits")
+        logits = logits_layer(net)
+        layers.append((logits_layer, "dnn/logits"))
+        model = keras.Model(inputs, self._head_outputs(logits), name="dnn")
+        for layer, scope in layers:
+            layer.set_weights([reader.get_tensor(f"{scope}/kernel"), reader.get_tensor(f"{scope}/bias")])
+        return model
+
+    def _head_outputs(self, logits: Any) -> dict:
+        if self.kind == "DNNRegressor":
+            return {"predictions": keras.layers.Identity(name="predictions")(logits)}
+        if self.n_classes == 2:
+            logistic = keras.layers.Activation("sigmoid", name="logistic")(logits)
+            probabilities = keras.layers.Concatenate(name="probabilities")([1 - logistic, logistic])
+            class_ids = keras.ops.cast(keras.ops.greater(logits, 0.0), "int64")
+            return {"logits": logits, "logistic": logistic, "probabilities": probabilities, "class_ids": class_ids}
+        probabilities = keras.layers.Softmax(name="probabilities")(logits)
+        class_ids = keras.ops.expand_dims(keras.ops.argmax(logits, axis=-1), -1)
+        return {"logits": logits, "probabilities": probabilities, "class_ids": class_ids}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m compat.estimator.to_keras EXPORT_DIR OUT.keras`: an export as a saved Keras model."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or not args[1].endswith(".keras"):
+        print(
+            "usage: python -m compat.estimator.to_keras EXPORT_DIR OUT.keras  (an Estimator's SavedModel "
+            "export; in Python, compat.estimator.to_keras(estimator) converts the Estimator itself)",
+            file=sys.stderr,
+        )
+        return 2
+    export_dir, out = args
+    if not tf.saved_model.contains_saved_model(export_dir):
+        print(
+            f"to_keras: {export_dir} holds no SavedModel: give an export folder (export/<name>/<timestamp>)",
+            file=sys.stderr,
+        )
+        return 2
+    model = from_export(export_dir)
+    model.save(out)
+    print(
+        f"{out}: the export's serving signature as a Keras model (inputs {sorted(model.input)}); it reads "
+        f"{export_dir}, so keep that folder. Load it after `import compat.estimator` with "
+        "keras.saving.load_model(path, safe_mode=False), as Keras asks for a layer over a SavedModel"
+    )
+    return 0
+
+
+__all__ = ["from_export", "to_keras"]
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""From Estimator to Keras 3: the converted model predicts what the Estimator predicted, and stays a model."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat.estimator as estimator
+from conftest import REPO
+
+FIXTURES = os.path.join(REPO, "..", "shared", "fixtures", "tf215")
+X = np.random.RandomState(0).randn(48, 3).astype("float32")
+Y3 = ((X[:, 0] > 0).astype("int32") + (X[:, 1] > 0).astype("int32"))
+FEATURES = {"a": X[:, :2], "b": X[:, 2:]}
+COLUMNS = [tf.feature_column.numeric_column("b"), tf.feature_column.numeric_column("a", shape=(2,))]
+
+
+def _train(model, labels, steps=15):
+    model.train(estimator.inputs.numpy_input_fn(FEATURES, labels, batch_size=16, num_epochs=None, shuffle=True),
+                max_steps=steps)
+    return model
+
+
+def _predicted(model) -> dict:
+    rows = list(model.predict(estimator.inputs.numpy_input_fn(FEATURES, shuffle=False)))
+    return {key: np.stack([row[key] for row in rows]) for key in rows[0]}
+
+
+@pytest.mark.parametrize("kind", ["multiclass", "binary", "regressor"])
+def test_a_dnn_over_numeric_columns_becomes_a_native_keras_model_with_its_predictions(tmp_path, kind):
+    if kind == "regressor":
+        model = estimator.DNNRegressor([8, 4], COLUMNS, model_dir=str(tmp_path / "run"))
+        labels = X[:, :1] * 2.0
+    else:
+        classes = 3 if kind == "multiclass" else 2
+        model = estimator.DNNClassifier([8, 4], COLUMNS, n_classes=classes, model_dir=str(tmp_path / "run"))
+        labels = Y3 % classes
+    expected = _predicted(_train(model, labels))
+    converted = estimator.to_keras(model)
+    assert not any("TFSMLayer" in type(layer).__name__ for layer in converted.layers)  # native layers only
+    got = converted.predict({"a": FEATURES["a"], "b": FEATURES["b"]}, verbose=0)
+    for key, value in got.items():
+        np.testing.assert_allclose(value, expected[key], rtol=1e-5, atol=1e-5, err_msg=key)
+    # A model of its own: saved as .keras, loaded by Keras alone, trained on with fit.
+    converted.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    again = loaded.predict({"a": FEATURES["a"], "b": FEATURES["b"]}, verbose=0)
+    np.testing.assert_allclose(again["logits" if kind != "regressor" else "predictions"],
+                               expected["logits" if kind != "regressor" else "predictions"], rtol=1e-5, atol=1e-5)
+    output = "predictions" if kind == "regressor" else "logits"
+    loss = "mse" if kind == "regressor" else keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    trainable = keras.Model(loaded.input, loaded.output[output])
+    trainable.compile("adam", loss=loss if kind != "binary" else keras.losses.BinaryCrossentropy(from_logits=True))
+    history = trainable.fit({"a": FEATURES["a"], "b": FEATURES["b"]}, labels, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+
+
+def test_a_model_to_estimator_estimator_becomes_its_keras_model_with_the_trained_weights(tmp_path):
+    def build():
+        inputs = keras.Input((3,), name="x")
+        model = keras.Model(inputs, keras.layers.Dense(3)(keras.layers.Dense(8, activation="relu")(inputs)))
+        model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return model
+
+    model = estimator.model_to_estimator(build(), model_dir=str(tmp_path / "run"))
+    model.train(estimator.inputs.numpy_input_fn({"x": X}, Y3, batch_size=16, num_epochs=None, shuffle=True),
+                max_steps=12)
+    rows = list(model.predict(estimator.inputs.numpy_input_fn({"x": X}, shuffle=False)))
+    expected = np.stack([next(iter(row.values())) for row in rows])
+    for converted in (estimator.to_keras(model), estimator.to_keras(str(tmp_path / "run"), keras_model=build())):
+        np.testing.assert_allclose(converted.predict(X, verbose=0), expected, rtol=1e-5, atol=1e-5)
+        assert converted.optimizer is not None  # compiled as it was: fit goes on from here
+    with pytest.raises(ValueError, match="does not record its model's architecture: pass keras_model="):
+        estimator.to_keras(str(tmp_path / "run"))
+
+
+def _model_fn(features, labels, mode):
+    logits = tf.compat.v1.layers.dense(features["x"], 3, name="out")
+    if mode == estimator.ModeKeys.PREDICT:
+        return estimator.EstimatorSpec(mode, predictions={"logits": logits, "top": tf.argmax(logits, -1)})
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    step = tf.compat.v1.train.get_global_step()
+    return estimator.EstimatorSpec(mode, loss=loss,
+                                   train_op=tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss, step))
+
+
+def test_a_custom_model_fn_becomes_a_keras_model_over_its_export_and_the_command_saves_one(tmp_path):
+    model = estimator.Estimator(_model_fn, model_dir=str(tmp_path / "run"))
+    model.train(estimator.inputs.numpy_input_fn({"x": X}, Y3, batch_size=16, num_epochs=None, shuffle=True),
+                max_steps=10)
+    expected = [row["logits"] for row in model.predict(estimator.inputs.numpy_input_fn({"x": X}, shuffle=False))]
+    def receiver():
+        x = tf.compat.v1.placeholder(tf.float32, [None, 3], name="x")
+        return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+    with pytest.raises(ValueError, match="pass serving_input_receiver_fn="):
+        estimator.to_keras(model)
+    converted = estimator.to_keras(model, serving_input_receiver_fn=receiver)
+    got = converted({"x": tf.constant(X)})
+    np.testing.assert_allclose(got["logits"], np.stack(expected), rtol=1e-5, atol=1e-5)
+    assert set(got) == {"logits", "top"}  # the export's output keys, as serving clients read them
+
+    export_dir = model.export_saved_model(str(tmp_path / "export"), receiver).decode()
+    out = tmp_path / "model.keras"
+    result = subprocess.run([sys.executable, "-m", "compat.estimator.to_keras", export_dir, str(out)],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    # Keras loads a layer over an external SavedModel only when asked to (safe_mode=False); importing
+    # compat.estimator registers the layer.
+    reloaded = keras.saving.load_model(out, safe_mode=False)
+    np.testing.assert_allclose(reloaded({"x": tf.constant(X)})["logits"], np.stack(expected), rtol=1e-5, atol=1e-5)
+    bad = subprocess.run([sys.executable, "-m", "compat.estimator.to_keras", str(tmp_path), str(out)],
+                         capture_output=True, text=True, cwd=REPO)
+    assert bad.returncode == 2 and "holds no SavedModel" in bad.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.skipif(not os.path.isdir(FIXTURES), reason="TF 2.15's model folders (maintainers' fixtures) not here")
+def test_tf_2_15s_dnn_classifier_folder_becomes_a_keras_model_with_tf_2_15s_predictions(tmp_path):
+    folder = shutil.copytree(os.path.join(FIXTURES, "dnn_classifier"), tmp_path / "dnn")
+    expected = json.loads(open(os.path.join(folder, "expected.json")).read())
+    probe = np.array(json.loads(expected["probe_inputs"]) if isinstance(expected["probe_inputs"], str)
+                     else expected["probe_inputs"], np.float32)
+    model = estimator.DNNClassifier([16, 8], [tf.feature_column.numeric_column("x", shape=(4,))], n_classes=3,
+                                    model_dir=str(folder))
+    got = estimator.to_keras(model).predict({"x": probe}, verbose=0)
+    predictions = expected["predictions"]
+    if isinstance(predictions, str):
+        import ast
+
+        predictions = ast.literal_eval(predictions)
+    np.testing.assert_allclose(got["probabilities"], np.array(predictions["probabilities"]), atol=1e-5)
+    np.testing.assert_array_equal(got["class_ids"], np.array(predictions["class_ids"]))
