@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 import compat.estimator as estimator
-from compat.estimator import keras_checkpoint
+from compat.estimator.keras_engine import checkpoint as keras_checkpoint
 from compat.estimator.dense_features import DenseFeatures
 from conftest import HELPERS, REPO, start_paused
 

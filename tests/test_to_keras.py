@@ -138,3 +138,22 @@ def test_tf_2_15s_dnn_classifier_folder_becomes_a_keras_model_with_tf_2_15s_pred
         predictions = ast.literal_eval(predictions)
     np.testing.assert_allclose(got["probabilities"], np.array(predictions["probabilities"]), atol=1e-5)
     np.testing.assert_array_equal(got["class_ids"], np.array(predictions["class_ids"]))
+
+
+@pytest.mark.skipif(not os.path.isdir(FIXTURES), reason="TF 2.15's model folders (maintainers' fixtures) not here")
+def test_tf_2_15s_model_to_estimator_folder_becomes_its_keras_model_with_tf_2_15s_predictions(tmp_path):
+    """The folder gives the weights, the team's own code the architecture: TF 2.15 can be retired."""
+    import ast
+
+    folder = shutil.copytree(os.path.join(FIXTURES, "keras"), tmp_path / "keras")
+    expected = json.loads(open(os.path.join(folder, "expected.json")).read())
+    probe = np.array(expected["probe_inputs"], np.float32)
+    inputs = keras.Input((4,), name="x")
+    net = keras.layers.Dense(8, activation="relu")(keras.layers.Dense(16, activation="relu")(inputs))
+    built = keras.Model(inputs, keras.layers.Dense(3, name="logits")(net))
+    built.compile(keras.optimizers.Adam(0.01), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    converted = estimator.to_keras(str(folder), keras_model=built)
+    predictions = expected["predictions"]
+    logits = (ast.literal_eval(predictions) if isinstance(predictions, str) else predictions)["logits"]
+    np.testing.assert_allclose(converted.predict(probe, verbose=0), np.array(logits), atol=1e-5)

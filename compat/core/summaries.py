@@ -1,5 +1,5 @@
 """The one writer of training scalars, for `--mode=keras` (keras_mode's callback) and the Keras engine of
-`--mode=estimator` (compat/estimator/keras_lib.py): the same tags on the global-step axis, so runs of both
+`--mode=estimator` (compat/estimator/keras_engine/): the same tags on the global-step axis, so runs of both
 modes overlay in TensorBoard.
 
 Tags: `loss` and the compiled metrics (Keras' running means), `learning_rate`, and, when a rate is given,

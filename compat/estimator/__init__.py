@@ -8,7 +8,7 @@ Two engines serve the constructors:
   - `Estimator(model_fn=...)` and the canned estimators (DNN*, Linear*,
     DNNLinearCombined*, Baseline*): the graph engine (estimator.py), tf.compat.v1 graphs
     and sessions with TensorFlow's own hooks, name-based checkpoints as TF 2.15;
-  - `model_to_estimator(keras_model)`: the Keras engine (keras_lib.py), Keras 3
+  - `model_to_estimator(keras_model)`: the Keras engine (keras_engine/), Keras 3
     eagerly, many steps per compiled call, object-based checkpoints.
 Both share RunConfig, TrainSpec/EvalSpec, train_and_evaluate and the exporters.
 See the README for the differences from TF 2.15, each on purpose.
@@ -52,7 +52,7 @@ from compat.estimator.hooks import (
     SummarySaverHook,
 )
 from compat.estimator.hooks.hooks import InMemoryEvaluatorHook, make_stop_at_checkpoint_step_hook
-from compat.estimator.keras_lib import model_to_estimator
+from compat.estimator.keras_engine import model_to_estimator
 from compat.estimator.model_fn import EstimatorSpec, ModeKeys, call_logit_fn
 from compat.estimator.run_config import RunConfig
 from compat.estimator.to_keras import to_keras
@@ -139,7 +139,7 @@ def install() -> None:
         return
     from compat.estimator import v1 as estimator_v1
     from compat.estimator.dense_features import DenseFeatures
-    from compat.estimator.keras_legacy import legacy_namespace
+    from compat.estimator.keras_engine.legacy import legacy_namespace
 
     this = sys.modules[__name__]
     keras_estimator = types.SimpleNamespace(model_to_estimator=model_to_estimator)

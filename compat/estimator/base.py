@@ -2,7 +2,7 @@
 the argument checks of train/predict, and the evaluation summaries TF 2.15 wrote.
 
 `EstimatorBase` is the base of the graph engine (`Estimator`, estimator.py)
-and of the Keras engine (`KerasEstimator`, keras_lib.py), which are siblings:
+and of the Keras engine (`KerasEstimator`, keras_engine/), which are siblings:
 neither inherits the other's machinery. `Estimator` is what users subclass
 and test with isinstance; the Keras engine is registered with it
 (`Estimator.register`), so `model_to_estimator(...)` is an instance of

@@ -19,7 +19,7 @@ they train in TRAIN mode, and the state they update (batch norm's moving
 statistics, dropout's seed) is updated with every training step, as the
 UPDATE_OPS of TF 1.x layers were when a model_fn ran them.
 
-`model_to_estimator` returns a `KerasEstimator` (compat/estimator/keras_lib.py),
+`model_to_estimator` returns a `KerasEstimator` (compat/estimator/keras_engine/),
 which trains a Keras 3 model eagerly: a sibling of this class over
 `EstimatorBase` (base.py: the model folder, config, params, checkpoint reads),
 registered as an `Estimator`.

@@ -61,7 +61,7 @@ def to_keras(
     Raises:
       ValueError: a folder without `keras_model`, or an Estimator that needs a receiver and got none.
     """
-    from compat.estimator.keras_lib import KerasEstimator, model_to_estimator
+    from compat.estimator.keras_engine import KerasEstimator, model_to_estimator
 
     if isinstance(estimator, str | os.PathLike):
         if keras_model is None:

@@ -38,8 +38,8 @@ from compat.estimator.exporter import Exporter
 from compat.estimator.ps_watch import ParameterServerWatch, reachable
 from compat.estimator.run_config import TaskType
 
-if TYPE_CHECKING:  # keras_lib imports this module's callers; this module imports it only where it runs
-    from compat.estimator.keras_lib import KerasEstimator
+if TYPE_CHECKING:  # the Keras engine imports this module's callers; this module imports it only where it runs
+    from compat.estimator.keras_engine import KerasEstimator
 
 _EVALUATOR_POLL_SECS = 1.0  # an evaluator looks for a new checkpoint at least this often
 # TF 2.15's start delays of asynchronous workers: the chief's first steps move the model away from its
@@ -181,7 +181,7 @@ def _start_server(config) -> tf.distribute.Server:
 
 def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
     """A task of a cluster with ps tasks, as TF 2.15 ran it (see the module docstring)."""
-    from compat.estimator.keras_lib import KerasEstimator
+    from compat.estimator.keras_engine import KerasEstimator
 
     config = estimator.config
     runs = (TaskType.CHIEF, TaskType.MASTER, TaskType.WORKER, TaskType.PS)

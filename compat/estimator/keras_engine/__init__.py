@@ -1,0 +1,28 @@
+"""model_to_estimator and its engine: a compiled Keras 3 model trained eagerly, on tf.estimator's schedule.
+
+TensorFlow 2.15's Estimator is the reference. The engine runs Keras' own
+`train_step` many steps per compiled call, between the checkpoint, summary and
+logging boundaries the RunConfig sets, so that those happen exactly on the
+Estimator's schedule with no host sync in between:
+
+  <model_dir>/model.ckpt-<step>.{index,data-*}, checkpoint   at most keep_checkpoint_max
+  <model_dir>/events.out.tfevents.*                           loss, global_step/sec
+  <model_dir>/eval[_<name>]/events.out.tfevents.*             metrics, checkpoint_path
+  <model_dir>/keras/keras_model.ckpt.*                        the warm-start weights
+
+Checkpoint keys are TF 2.15's (`layer_with_weights-<i>/<weight>/...`, see
+keras_checkpoint.py), so folders written by TF 2.15's model_to_estimator
+restore and train on. Hooks may be Keras callbacks or SessionRunHooks that read
+the global step and the loss (session_hooks.py).
+
+The package: `core.py` (state: model copies, counters, checkpoints, features), `loop.py` (training and
+its observers), `evaluation.py`, `engine.py` (`KerasEstimator`), `recipe.py` (`model_to_estimator`),
+`checkpoint.py`, `export.py`, `legacy.py` and `session_hooks.py`.
+"""
+
+from __future__ import annotations
+
+from compat.estimator.keras_engine.engine import KerasEstimator, model_to_estimator
+from compat.estimator.keras_engine.inputs import FormattedKeyError, split_hooks
+
+__all__ = ["FormattedKeyError", "KerasEstimator", "model_to_estimator", "split_hooks"]

@@ -1,0 +1,163 @@
+"""What model_to_estimator builds its copies from: the compiled Keras model as plain values, loaded or given
+and checked as TF 2.15 checked it, and the strategy a cluster's chief coordinates with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy as copy_lib
+import dataclasses
+import os
+import random
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from compat.core import strategies
+from compat.estimator.keras_engine import legacy as keras_legacy
+from compat.estimator.run_config import RunConfig, TaskType
+
+
+@contextlib.contextmanager
+def seeded_python_random(seed: int | None):
+    """Python's `random` seeded for a moment (Keras draws layers' default seeds from it), then put back."""
+    if seed is None:
+        yield
+        return
+    state = random.getstate()
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        random.setstate(state)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRecipe:
+    """A compiled Keras model as plain Python and NumPy, from which model_to_estimator builds its copies.
+
+    Nothing in it is a TensorFlow object, so it outlives this process's connection to a
+    parameter-server cluster, after which the given model's own variables cannot be read.
+    """
+
+    model_class: type[keras.Model]
+    config: dict
+    weights: list  # all of them: batch-norm statistics included
+    compile_config: dict
+    loss: Any  # the compile() argument itself: a lambda or an unregistered function does not deserialize
+    optimizer_class: type[keras.optimizers.Optimizer]
+    optimizer_config: dict
+
+    @classmethod
+    def of(cls, model: keras.Model) -> ModelRecipe:
+        optimizer = model.optimizer
+        return cls(
+            type(model),
+            model.get_config(),
+            model.get_weights(),
+            model.get_compile_config(),
+            model.loss,
+            type(optimizer),
+            optimizer.get_config(),
+        )
+
+    def build(self, scope: contextlib.AbstractContextManager) -> keras.Model:
+        """A copy made in `scope` (a strategy's, where its variables go), compiled as the model was, with an
+        optimizer of its own."""
+        with scope:
+            # Deserializing empties or changes the configs given: each copy gets its own.
+            copy = self.model_class.from_config(copy_lib.deepcopy(self.config))
+            copy.set_weights(self.weights)
+            self._compile(copy)
+            copy.optimizer.build(copy.trainable_variables)
+        return copy
+
+    def _compile(self, copy: keras.Model) -> None:
+        # The serialized compile config covers registered losses and metrics; otherwise the loss
+        # object itself is reused, as TF 2.15 did, and the rest of the config deserializes.
+        compile_config = copy_lib.deepcopy(self.compile_config)
+        try:
+            copy.compile_from_config(compile_config)
+        except (TypeError, ValueError):
+            arguments = {
+                name: keras.saving.deserialize_keras_object(value)
+                for name, value in compile_config.items()
+                if name not in ("optimizer", "loss")
+            }
+            optimizer = self.optimizer_class.from_config(copy_lib.deepcopy(self.optimizer_config))
+            copy.compile(optimizer=optimizer, loss=self.loss, **arguments)
+
+
+def coordinating_strategy(config: RunConfig | None) -> tf.distribute.Strategy | None:
+    """On the chief of a TF_CONFIG cluster with ps tasks, the ParameterServerStrategy to train under: the
+    one whose scope model_to_estimator is called in, else the one this process connected with, else a new
+    one (TF 2.15 replicated between graphs there, which Keras 3 cannot: see training.py). None on every
+    other task and without ps tasks."""
+    config = config if config is not None else RunConfig()
+    if TaskType.PS not in config.cluster_spec.as_dict() or not config.is_chief:
+        return None
+    current = tf.distribute.get_strategy()
+    if strategies.is_parameter_server(current):
+        return current
+    if strategies.is_connected(config):
+        return strategies.parameter_server_strategy(config)
+    tf.compat.v1.logging.warning(
+        "model_to_estimator connects this process to the parameter-server cluster of TF_CONFIG. TensorFlow "
+        "objects made before (the Keras model given among them) cannot be used after it: the Estimator trains a "
+        "copy of its own. To keep using them, create tf.distribute.experimental.ParameterServerStrategy first "
+        "and build the model and call model_to_estimator in its scope"
+    )
+    return strategies.parameter_server_strategy(config)
+
+
+def load_model(path: str, custom_objects: dict | None) -> keras.Model:
+    if os.path.isdir(path):
+        raise ValueError(
+            f"keras_model_path '{path}' is a folder: a TensorFlow SavedModel (Keras 2's default format), which "
+            "Keras 3 cannot load as a trainable model. Save the model as .h5 or .keras with the TensorFlow that made "
+            "it (model.save('model.h5')), or rebuild it in code and load its weights"
+        )
+    if not os.path.exists(path):
+        raise ValueError(f"keras_model_path '{path}' does not exist")
+    try:
+        return keras.models.load_model(path, custom_objects=custom_objects)  # safe_mode: Keras' default, True
+    except (TypeError, ValueError) as error:
+        if "safe_mode" in str(error):
+            raise ValueError(
+                f"keras_model_path '{path}' holds Python code (a Lambda layer) that Keras runs only when told the file "
+                "is trusted. If it is, load it yourself and pass the model: model_to_estimator(keras_model="
+                f"keras.models.load_model({path!r}, safe_mode=False), ...)"
+            ) from error
+        if not path.endswith((".h5", ".hdf5")):
+            raise
+    # A Keras 2 H5 file whose compile config Keras 3 cannot read: the model, then its training config.
+    model = keras.models.load_model(path, custom_objects=custom_objects, compile=False)
+    keras_legacy.compile_from_keras2_h5(model, path)
+    return model
+
+
+def compiled_model(
+    keras_model: keras.Model | None, keras_model_path: str | None, custom_objects: dict | None, checkpoint_format: str
+) -> keras.Model:
+    """model_to_estimator's model, given or loaded, checked as TF 2.15 checked it (its messages)."""
+    if keras_model is None and keras_model_path is None:
+        raise ValueError("Either `keras_model` or `keras_model_path` needs to be provided.")
+    if keras_model is not None and keras_model_path is not None:
+        raise ValueError("Please specify either `keras_model` or `keras_model_path`, but not both.")
+    if keras_model_path is not None:
+        keras_model = load_model(keras_model_path, custom_objects)
+    assert keras_model is not None  # one of the two was given
+    if getattr(keras_model, "optimizer", None) is None or not keras_model.compiled:
+        raise ValueError(
+            "The given keras model has not been compiled yet. Please compile the model with "
+            "`model.compile()` before calling `model_to_estimator()`."
+        )
+    if checkpoint_format == "saver":
+        raise NotImplementedError(
+            "checkpoint_format='saver' (name-based, graph-mode checkpoints) is not "
+            "supported: use the default 'checkpoint' (object-based) format"
+        )
+    if checkpoint_format != "checkpoint":
+        raise ValueError(f"checkpoint_format must be 'checkpoint' or 'saver', got {checkpoint_format!r}")
+    return keras_model
