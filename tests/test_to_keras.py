@@ -157,3 +157,49 @@ def test_tf_2_15s_model_to_estimator_folder_becomes_its_keras_model_with_tf_2_15
     predictions = expected["predictions"]
     logits = (ast.literal_eval(predictions) if isinstance(predictions, str) else predictions)["logits"]
     np.testing.assert_allclose(converted.predict(probe, verbose=0), np.array(logits), atol=1e-5)
+
+
+LINEAR_COLUMNS = [tf.feature_column.numeric_column("a", shape=(2,)),
+                  tf.feature_column.bucketized_column(tf.feature_column.numeric_column("b"), [-0.5, 0.0, 0.5])]
+
+
+@pytest.mark.parametrize("kind", ["multiclass", "binary", "regressor"])
+def test_a_linear_model_over_numeric_and_bucketized_columns_becomes_native_keras_layers(tmp_path, kind):
+    if kind == "regressor":
+        model = estimator.LinearRegressor(LINEAR_COLUMNS, model_dir=str(tmp_path / "run"))
+        labels, key = X[:, :1] * 2.0 + (X[:, 2:] > 0), "predictions"
+    else:
+        classes = 3 if kind == "multiclass" else 2
+        model = estimator.LinearClassifier(LINEAR_COLUMNS, n_classes=classes, model_dir=str(tmp_path / "run"))
+        labels, key = Y3 % classes, "probabilities"
+    expected = _predicted(_train(model, labels, steps=30))
+    converted = estimator.to_keras(model)
+    got = converted.predict(FEATURES, verbose=0)
+    np.testing.assert_allclose(got[key], expected[key], rtol=1e-5, atol=1e-5)
+    converted.save(tmp_path / "model.keras")
+    np.testing.assert_allclose(keras.saving.load_model(tmp_path / "model.keras").predict(FEATURES, verbose=0)[key],
+                               expected[key], rtol=1e-5, atol=1e-5)
+
+
+def test_a_column_keras_has_no_native_layer_for_here_is_named_and_the_export_path_offered(tmp_path):
+    column = tf.feature_column.indicator_column(
+        tf.feature_column.categorical_column_with_vocabulary_list("colour", ["red", "blue"]))
+    model = estimator.DNNClassifier([4], [column], model_dir=str(tmp_path / "run"))
+    with pytest.raises(ValueError, match="indicator.*do not: pass serving_input_receiver_fn="):
+        estimator.to_keras(model)
+
+
+@pytest.mark.skipif(not os.path.isdir(FIXTURES), reason="TF 2.15's model folders (maintainers' fixtures) not here")
+def test_tf_2_15s_linear_regressor_folder_becomes_keras_layers_with_tf_2_15s_predictions(tmp_path):
+    import ast
+
+    folder = shutil.copytree(os.path.join(FIXTURES, "linear_regressor"), tmp_path / "linear")
+    expected = json.loads(open(os.path.join(folder, "expected.json")).read())
+    probe = {key: np.array(value, np.float32) for key, value in expected["probe_inputs"].items()}
+    columns = [tf.feature_column.numeric_column("x", shape=(4,)),
+               tf.feature_column.bucketized_column(tf.feature_column.numeric_column("x0"), [-1.0, 0.0, 1.0])]
+    model = estimator.LinearRegressor(columns, model_dir=str(folder))
+    predictions = expected["predictions"]
+    values = (ast.literal_eval(predictions) if isinstance(predictions, str) else predictions)["predictions"]
+    got = estimator.to_keras(model).predict(probe, verbose=0)["predictions"]
+    np.testing.assert_allclose(got, np.array(values), atol=1e-5)

@@ -367,6 +367,13 @@ def is_numeric_column(column) -> bool:
     return isinstance(column, feature_column_v2.NumericColumn)
 
 
+def is_bucketized_column(column) -> bool:
+    """Whether `column` is a `tf.feature_column.bucketized_column` (to_keras: a Discretization layer)."""
+    from tensorflow.python.feature_column import feature_column_v2
+
+    return isinstance(column, feature_column_v2.BucketizedColumn)
+
+
 def is_feature_column_v2(feature_columns) -> bool:
     """True when every column is a TF2 column (`tf.feature_column.*`), as the TF2 canned estimators require."""
     from tensorflow.python.feature_column import feature_column_v2

@@ -290,7 +290,7 @@ def _verdict(counts: dict[str, int]) -> str:
 
 
 # Estimators whose trained models to_keras makes native Keras models; any other converts through its export.
-_NATIVE = ("DNNClassifier", "DNNRegressor", "model_to_estimator")
+_NATIVE = ("DNNClassifier", "DNNRegressor", "LinearClassifier", "LinearRegressor", "model_to_estimator")
 
 
 def _conversions(uses: list[Use]) -> str:

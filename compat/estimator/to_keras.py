@@ -1,6 +1,6 @@
 """From Estimator to Keras 3: a trained Estimator as a Keras model that predicts what it predicted.
 
-    model = compat.estimator.to_keras(estimator)                     # model_to_estimator, canned DNN
+    model = compat.estimator.to_keras(estimator)                     # model_to_estimator, DNN, Linear
     model = compat.estimator.to_keras(estimator, serving_input_receiver_fn=receiver)   # any Estimator
     python -m compat.estimator.to_keras EXPORT_DIR OUT.keras         # an export, as a Keras model
 
@@ -9,12 +9,14 @@ What each kind of Estimator becomes, with the weights of its newest checkpoint (
 - `model_to_estimator`'s: the original Keras model (a new copy, compiled as it was) with the trained
   weights. A model folder alone does not record the architecture: pass `keras_model=` (the
   architecture, e.g. the function that built it) with the folder, TF 2.15's folders included.
-- `DNNClassifier` and `DNNRegressor` over `numeric_column`s: a native Keras 3 model (one `Input` per
-  column, in the order the feature columns concatenated them, Dense layers, and the head's outputs as
-  a dict: `logits`, `probabilities`, `class_ids`, plus `logistic` for two classes; `predictions` for a
-  regressor). No TensorFlow graph code is inside: it saves as `.keras`, loads with
-  `keras.saving.load_model`, and trains on with `fit` (compile it first). The string `classes`
-  outputs are left out (Keras models compute numbers); `class_ids` index the label vocabulary.
+- `DNNClassifier`, `DNNRegressor` (over `numeric_column`s, without batch norm), `LinearClassifier` and
+  `LinearRegressor` (over `numeric_column`s and `bucketized_column`s, a bucketized column becoming a
+  `Discretization` layer): a native Keras 3 model (one `Input` per feature key, Keras layers holding
+  the checkpoint's weights, and the head's outputs as a dict: `logits`, `probabilities`, `class_ids`,
+  plus `logistic` for two classes; `predictions` for a regressor). No TensorFlow graph code is inside:
+  it saves as `.keras`, loads with `keras.saving.load_model`, and trains on with `fit` (compile it
+  first). The string `classes` outputs are left out (Keras models compute numbers); `class_ids` index
+  the label vocabulary.
 - Any other Estimator (a custom model_fn, other canned Estimators, other feature columns): its
   SavedModel export, written with `serving_input_receiver_fn`, wrapped in `keras.layers.TFSMLayer`:
   inference with the export's serving signature (the same input and output keys, so serving clients
@@ -37,8 +39,6 @@ import keras
 import tensorflow as tf
 
 from compat.core import tf_internals
-
-_DNN_KINDS = ("DNNClassifier", "DNNRegressor")
 
 
 def to_keras(
@@ -117,6 +117,40 @@ def _reader(estimator: Any, checkpoint_path: str | None) -> tf.train.CheckpointR
     return tf.train.load_checkpoint(path)
 
 
+_DNN_KINDS = ("DNNClassifier", "DNNRegressor")
+_LINEAR_KINDS = ("LinearClassifier", "LinearRegressor")
+_NATIVE_KINDS = _DNN_KINDS + _LINEAR_KINDS
+_REGRESSORS = ("DNNRegressor", "LinearRegressor")
+
+
+def _source(column: Any) -> Any:
+    """The numeric column a column reads: itself, or a bucketized column's source."""
+    return column.source_column if tf_internals.is_bucketized_column(column) else column
+
+
+def _native_column(column: Any, linear: bool) -> bool:
+    if linear and tf_internals.is_bucketized_column(column):
+        column = column.source_column
+    return tf_internals.is_numeric_column(column) and column.normalizer_fn is None
+
+
+def _dense_on(net: Any, units: int, activation: Any, reader: Any, scope: str, name: str, bias: bool = True) -> Any:
+    """`net` through a Dense layer holding the checkpoint's `<scope>/kernel` (and `<scope>/bias`)."""
+    layer = keras.layers.Dense(units, activation=activation, use_bias=bias, name=name)
+    output = layer(net)
+    layer.set_weights([reader.get_tensor(f"{scope}/kernel")] + ([reader.get_tensor(f"{scope}/bias")] if bias else []))
+    return output
+
+
+def _one_hot_buckets(values: Any, boundaries: list[float], name: str) -> Any:
+    """`[batch, k]` values as TF's bucketized column ids them: element i's bucket plus i * buckets, multi-hot."""
+    buckets = len(boundaries) + 1
+    ids = keras.layers.Discretization(bin_boundaries=boundaries, name=f"{name}_buckets")(values)
+    width = values.shape[-1]
+    ids = keras.ops.add(ids, keras.ops.arange(width, dtype=ids.dtype) * buckets)
+    return keras.layers.CategoryEncoding(num_tokens=width * buckets, output_mode="multi_hot", name=f"{name}_ids")(ids)
+
+
 class CannedRecipe:
     """What a canned Estimator was built from, for its native Keras twin (kept by the Estimator)."""
 
@@ -124,25 +158,27 @@ class CannedRecipe:
         self,
         kind: str,
         feature_columns: Sequence,
-        hidden_units: Sequence[int],
-        activation_fn: Callable,
-        dropout: float | None,
-        batch_norm: bool,
-        n_classes: int | None,
-        label_dimension: int | None,
+        n_classes: int | None = None,
+        label_dimension: int | None = None,
+        hidden_units: Sequence[int] = (),
+        activation_fn: Callable | None = None,
+        batch_norm: bool = False,
     ) -> None:
         self.kind, self.feature_columns, self.hidden_units = kind, list(feature_columns), list(hidden_units)
-        self.activation_fn, self.dropout, self.batch_norm = activation_fn, dropout, batch_norm
+        self.activation_fn, self.batch_norm = activation_fn, batch_norm
         self.n_classes, self.label_dimension = n_classes, label_dimension
 
     def why_not_native(self) -> str | None:
-        if self.kind not in _DNN_KINDS:
+        """Why this Estimator converts through its export only; None when it becomes native Keras layers."""
+        if self.kind not in _NATIVE_KINDS:
             return f"a {self.kind} has no native Keras counterpart yet"
-        others = [column.name for column in self.feature_columns if not tf_internals.is_numeric_column(column)]
+        linear = self.kind in _LINEAR_KINDS
+        others = [column.name for column in self.feature_columns if not _native_column(column, linear)]
         if others:
-            return f"only numeric_column features become Keras inputs natively; {', '.join(others)} are not"
-        if any(column.normalizer_fn is not None for column in self.feature_columns):
-            return "a numeric_column with a normalizer_fn (a Python function) has no Keras layer"
+            what = "numeric_column and bucketized_column" if linear else "numeric_column"
+            return (
+                f"only {what} features (without normalizer_fn) become Keras layers natively; {', '.join(others)} do not"
+            )
         if self.batch_norm:
             return "a DNN with batch_norm has no native Keras twin yet"
         return None
@@ -150,36 +186,48 @@ class CannedRecipe:
     def native(self) -> bool:
         return self.why_not_native() is None
 
+    @property
+    def _units(self) -> int:
+        if self.kind in _REGRESSORS:
+            return self.label_dimension or 1
+        return 1 if self.n_classes == 2 else int(self.n_classes or 2)
+
     def build(self, reader: tf.train.CheckpointReader) -> keras.Model:
-        """The DNN as Keras 3 layers, with the checkpoint's weights."""
+        """The model as Keras 3 layers, with the checkpoint's weights: one Input per feature key."""
+        sources = {_source(column).key: _source(column) for column in self.feature_columns}
+        inputs = {
+            key: keras.Input(shape=tuple(column.shape), dtype=column.dtype.name, name=key)
+            for key, column in sorted(sources.items())
+        }
+        logits = self._linear_logits(inputs, reader) if self.kind in _LINEAR_KINDS else self._dnn_logits(inputs, reader)
+        return keras.Model(inputs, self._head_outputs(logits), name=self.kind.lower())
+
+    def _dnn_logits(self, inputs: dict, reader: tf.train.CheckpointReader) -> Any:
         # DenseFeatures concatenates the columns sorted by name, each flattened.
         columns = sorted(self.feature_columns, key=lambda column: column.name)
-        inputs = {
-            column.key: keras.Input(shape=tuple(column.shape), dtype=column.dtype.name, name=column.key)
-            for column in columns
-        }
         parts = [keras.layers.Flatten()(keras.ops.cast(inputs[column.key], "float32")) for column in columns]
         net = parts[0] if len(parts) == 1 else keras.layers.Concatenate()(parts)
         activation = keras.activations.get(getattr(self.activation_fn, "__name__", self.activation_fn))
-        layers = []
         for index, units in enumerate(self.hidden_units):
-            layer = keras.layers.Dense(units, activation=activation, name=f"hiddenlayer_{index}")
-            net = layer(net)
-            layers.append((layer, f"dnn/hiddenlayer_{index}"))
-        if self.kind == "DNNRegressor":
-            units = self.label_dimension or 1
-        else:
-            units = 1 if self.n_classes == 2 else int(self.n_classes or 2)
-        logits_layer = keras.layers.Dense(units, name="logits")
-        logits = logits_layer(net)
-        layers.append((logits_layer, "dnn/logits"))
-        model = keras.Model(inputs, self._head_outputs(logits), name="dnn")
-        for layer, scope in layers:
-            layer.set_weights([reader.get_tensor(f"{scope}/kernel"), reader.get_tensor(f"{scope}/bias")])
-        return model
+            net = _dense_on(net, units, activation, reader, f"dnn/hiddenlayer_{index}", f"hiddenlayer_{index}")
+        return _dense_on(net, self._units, None, reader, "dnn/logits", "logits")
+
+    def _linear_logits(self, inputs: dict, reader: tf.train.CheckpointReader) -> Any:
+        """Every column's weighted sum (numeric: its values; bucketized: its buckets' weights), plus the bias,
+        which the first column's layer holds."""
+        terms = []
+        for index, column in enumerate(sorted(self.feature_columns, key=lambda column: column.name)):
+            values = keras.layers.Flatten()(keras.ops.cast(inputs[_source(column).key], "float32"))
+            if tf_internals.is_bucketized_column(column):
+                values = _one_hot_buckets(values, list(column.boundaries), column.name)
+            layer = keras.layers.Dense(self._units, use_bias=index == 0, name=f"{column.name}_weights")
+            terms.append(layer(values))
+            weights = [reader.get_tensor(f"linear/linear_model/{column.name}/weights")]
+            layer.set_weights(weights + ([reader.get_tensor("linear/linear_model/bias_weights")] if index == 0 else []))
+        return terms[0] if len(terms) == 1 else keras.layers.Add(name="weighted_sum")(terms)
 
     def _head_outputs(self, logits: Any) -> dict:
-        if self.kind == "DNNRegressor":
+        if self.kind in _REGRESSORS:
             return {"predictions": keras.layers.Identity(name="predictions")(logits)}
         if self.n_classes == 2:
             logistic = keras.layers.Activation("sigmoid", name="logistic")(logits)

@@ -253,12 +253,10 @@ class DNNClassifier(Estimator):
         self._keras_recipe = CannedRecipe(
             "DNNClassifier",
             feature_columns,
-            hidden_units,
-            activation_fn,
-            dropout,
-            batch_norm,
             n_classes=n_classes,
-            label_dimension=None,
+            hidden_units=hidden_units,
+            activation_fn=activation_fn,
+            batch_norm=batch_norm,
         )
 
 
@@ -292,12 +290,10 @@ class DNNRegressor(Estimator):
         self._keras_recipe = CannedRecipe(
             "DNNRegressor",
             feature_columns,
-            hidden_units,
-            activation_fn,
-            dropout,
-            batch_norm,
-            n_classes=None,
             label_dimension=label_dimension,
+            hidden_units=hidden_units,
+            activation_fn=activation_fn,
+            batch_norm=batch_norm,
         )
 
 

@@ -27,6 +27,7 @@ from compat.estimator.canned.linear_sdca import LinearSDCA, UpdateWeightsHook
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import BinaryClassHead, RegressionHead
 from compat.estimator.model_fn import ModeKeys
+from compat.estimator.to_keras import CannedRecipe
 
 # TF 2.15's learning rate for an optimizer named by a string
 _LEARNING_RATE = 0.2
@@ -350,6 +351,7 @@ class LinearClassifier(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
+        self._keras_recipe = CannedRecipe("LinearClassifier", feature_columns, n_classes=n_classes)
 
 
 class LinearRegressor(Estimator):
@@ -377,6 +379,7 @@ class LinearRegressor(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
+        self._keras_recipe = CannedRecipe("LinearRegressor", feature_columns, label_dimension=label_dimension)
 
 
 # -- the TF 1.x classes (tf.compat.v1.estimator.LinearClassifier, ...) ---------------------------------------------
