@@ -203,3 +203,28 @@ def test_tf_2_15s_linear_regressor_folder_becomes_keras_layers_with_tf_2_15s_pre
     values = (ast.literal_eval(predictions) if isinstance(predictions, str) else predictions)["predictions"]
     got = estimator.to_keras(model).predict(probe, verbose=0)["predictions"]
     np.testing.assert_allclose(got, np.array(values), atol=1e-5)
+
+
+@pytest.mark.skipif(not os.path.isdir(FIXTURES), reason="TF 2.15's model folders (maintainers' fixtures) not here")
+def test_tf_2_15s_custom_model_fn_folder_converts_through_its_export_with_tf_2_15s_predictions(tmp_path, installed):
+    import ast
+
+    sys.path.insert(0, os.path.join(REPO, "tests", "helpers"))
+    try:
+        from tf215_model_fn import model_fn
+    finally:
+        sys.path.pop(0)
+    folder = shutil.copytree(os.path.join(FIXTURES, "model_fn"), tmp_path / "model_fn")
+    expected = json.loads(open(os.path.join(folder, "expected.json")).read())
+    settings = expected["settings"] if isinstance(expected["settings"], dict) else ast.literal_eval(expected["settings"])
+    model = estimator.Estimator(model_fn, model_dir=str(folder), params=settings["params"])
+
+    def receiver():
+        x = tf.compat.v1.placeholder(tf.float32, [None, 4], name="x")
+        return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+    converted = estimator.to_keras(model, serving_input_receiver_fn=receiver)
+    predictions = expected["predictions"]
+    want = (ast.literal_eval(predictions) if isinstance(predictions, str) else predictions)["probabilities"]
+    got = converted({"x": tf.constant(np.array(expected["probe_inputs"], np.float32))})["probabilities"]
+    np.testing.assert_allclose(got, np.array(want), atol=1e-5)
