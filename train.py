@@ -375,7 +375,7 @@ def main(argv: list[str]) -> None:
         signal.signal(signal.SIGINT, previous_handler)
 
 
-def exit_skipping_teardown(code: int | str | None) -> NoReturn:
+def exit_skipping_teardown(code: object) -> NoReturn:
     """Ends the process as `sys.exit(code)` would, but without the interpreter's teardown.
 
     Python's teardown deletes the tf.data iterators still alive; one whose
@@ -386,7 +386,7 @@ def exit_skipping_teardown(code: int | str | None) -> NoReturn:
     before this point, so only the exit handlers (the cache's temporary
     folders, absl's and logging's flushes) are run, then the process ends.
     """
-    if isinstance(code, str):
+    if code is not None and not isinstance(code, int):  # as sys.exit: any other object is printed, status 1
         print(code, file=sys.stderr)
         code = 1
     atexit._run_exitfuncs()
@@ -403,3 +403,8 @@ if __name__ == "__main__":
         app.run(main, flags_parser=parse_flags)
     except SystemExit as done:
         exit_skipping_teardown(done.code)
+    except BaseException:  # a bug: its traceback, then the same exit without teardown (which could hang)
+        import traceback
+
+        traceback.print_exc()
+        exit_skipping_teardown(1)

@@ -86,9 +86,11 @@ def run_file(python: str, upstream: str, name: str, results: str, shim: bool) ->
         }
         command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--timeout=120",
                    *plugins, os.path.basename(name)]
+        log = results[: -len(".jsonl")] + ".log"  # pytest's own output, with the tracebacks
         try:
-            subprocess.run(command, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=FILE_CAP_SECONDS)
+            with open(log, "w") as stream:
+                subprocess.run(command, cwd=work, env=env, stdout=stream, stderr=subprocess.STDOUT,
+                               timeout=FILE_CAP_SECONDS)
         except subprocess.TimeoutExpired:
             print(f"  {name}: stopped at its {FILE_CAP_SECONDS} s cap; its unfinished tests count as failing")
     return time.monotonic() - started
@@ -110,6 +112,7 @@ def _tf215(venv: str | None) -> str:
     """TF 2.15's interpreter, with what the tests need beside it (pytest; pandas for pandas_io_test.py)."""
     python = tf215_python(venv)
     if subprocess.run([python, "-c", "import pytest, pytest_timeout, pandas"], capture_output=True).returncode:
+        print(f"adding pytest, pytest-timeout and pandas to {python}'s environment (once)", flush=True)
         subprocess.run([python, "-m", "pip", "install", "-q", "pytest>=8", "pytest-timeout>=2.3", "pandas<2.2",
                         "numpy<2"],  # TF 2.15 needs NumPy 1
                        check=True)

@@ -135,3 +135,12 @@ def test_the_check_points_at_the_conversion_for_the_estimators_a_file_trains(cap
     assert "compat.estimator.to_keras" in last and "DNNClassifier, model_to_estimator" in last
     assert check.main([os.path.join(SNIPPETS, "compat_v1_2019.py")]) == 0  # a custom model_fn: its export
     assert "(through their exports)" in capsys.readouterr().out.strip().splitlines()[-1]
+
+
+def test_any_tf_keras_model_in_a_file_brings_the_keras_note_not_only_its_layers():
+    source = ("import tensorflow as tf\n"
+              "def model_fn(features, labels, mode):\n"
+              "    net = tf.keras.Sequential([tf.keras.Input((3,))])\n"
+              "est = tf.estimator.Estimator(model_fn)\n")
+    notes = {use.name: (use.status, use.note) for use in check.check_source(source)}
+    assert notes["tf.estimator.Estimator"][0] == compatibility.DIFFERS and "Keras 3" in notes["tf.estimator.Estimator"][1]

@@ -228,3 +228,20 @@ def test_tf_2_15s_custom_model_fn_folder_converts_through_its_export_with_tf_2_1
     want = (ast.literal_eval(predictions) if isinstance(predictions, str) else predictions)["probabilities"]
     got = converted({"x": tf.constant(np.array(expected["probe_inputs"], np.float32))})["probabilities"]
     np.testing.assert_allclose(got, np.array(want), atol=1e-5)
+
+
+def test_what_cannot_convert_natively_says_why_and_a_folder_without_a_checkpoint_writes_nothing(tmp_path):
+    """Native conversion only where the Keras layers compute exactly what the Estimator did."""
+    untrained = tmp_path / "empty"
+    untrained.mkdir()
+    with pytest.raises(ValueError, match="holds no checkpoint"):
+        estimator.to_keras(str(untrained), keras_model=keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]))
+    assert os.listdir(untrained) == []  # nothing written into the folder
+    own = estimator.DNNClassifier([4], COLUMNS, activation_fn=lambda x: tf.nn.relu(x) * 2,
+                                  model_dir=str(tmp_path / "own"))
+    with pytest.raises(ValueError, match="activation_fn .* has no Keras activation"):
+        estimator.to_keras(own)
+    wide = tf.feature_column.bucketized_column(tf.feature_column.numeric_column("a", shape=(2,)), [0.0])
+    averaged = estimator.LinearRegressor([wide], sparse_combiner="mean", model_dir=str(tmp_path / "mean"))
+    with pytest.raises(ValueError, match="sparse_combiner='mean' over the multi-valued bucketized"):
+        estimator.to_keras(averaged)

@@ -11,8 +11,9 @@ from __future__ import annotations
 class UserError(Exception):
     """An error whose message is the whole story for the user: no traceback needed.
 
-    `exit_code` is what `train.py` exits with: 2 for input refused before anything ran (a flag, a
-    file, a folder), 1 for a run that stopped on the way (a file found bad, a loss gone NaN).
+    `exit_code` is what `train.py` exits with: 2 for settings refused before anything ran (a flag, a
+    folder, a source), 1 for bad data (an audio file that cannot be read, found before training or
+    during it) and for a run that stopped on the way (a loss gone NaN).
     """
 
     exit_code = 2

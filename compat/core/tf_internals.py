@@ -374,6 +374,13 @@ def is_bucketized_column(column) -> bool:
     return isinstance(column, feature_column_v2.BucketizedColumn)
 
 
+def column_scope_name(name: str) -> str:
+    """The variable-scope name a feature column's variables are created under (TF cleans the column's name)."""
+    from tensorflow.python.feature_column import feature_column_v2
+
+    return feature_column_v2._sanitize_column_name_for_variable_scope(name)
+
+
 def is_feature_column_v2(feature_columns) -> bool:
     """True when every column is a TF2 column (`tf.feature_column.*`), as the TF2 canned estimators require."""
     from tensorflow.python.feature_column import feature_column_v2

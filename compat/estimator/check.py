@@ -187,7 +187,7 @@ def _names_in(tree: ast.AST, aliases: _Aliases) -> Iterator[tuple[int, str]]:
 
 def _program_uses(tree: ast.AST, names: Iterable[str]) -> frozenset[str]:
     """What a table row's cases are met by: the names below `tf.` the file reaches, the keyword
-    arguments it passes (`train_distribute=`), and `keras.layers.` when it imports Keras 3 itself."""
+    arguments it passes (`train_distribute=`), and `keras.` when it imports Keras 3 itself."""
     uses = {name[len("tf.") :] for name in names}
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg:
@@ -195,7 +195,7 @@ def _program_uses(tree: ast.AST, names: Iterable[str]) -> frozenset[str]:
         elif isinstance(node, ast.Import | ast.ImportFrom):
             modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             if any(module == "keras" or module.startswith("keras.") for module in modules):
-                uses.add("keras.layers.")
+                uses.add("keras.")
     return frozenset(uses)
 
 
@@ -289,17 +289,29 @@ def _verdict(counts: dict[str, int]) -> str:
     return "runs as on TF 2.15" if sum(counts.values()) else "no Estimator surface"
 
 
-# Estimators whose trained models to_keras makes native Keras models; any other converts through its export.
-_NATIVE = ("DNNClassifier", "DNNRegressor", "LinearClassifier", "LinearRegressor", "model_to_estimator")
+# TF2 Estimators whose trained models to_keras can make native Keras models (over the columns
+# docs/migration.md lists); any other Estimator converts through its export.
+_NATIVE = {
+    "tf.estimator.DNNClassifier": "DNNClassifier",
+    "tf.estimator.DNNRegressor": "DNNRegressor",
+    "tf.estimator.LinearClassifier": "LinearClassifier",
+    "tf.estimator.LinearRegressor": "LinearRegressor",
+    "tf.keras.estimator.model_to_estimator": "model_to_estimator",
+}
 
 
 def _conversions(uses: list[Use]) -> str:
     """What of the file's Estimators `to_keras` converts, in a few words ('' when it uses none)."""
-    names = {use.name.rsplit(".", 1)[-1] for use in uses}
-    native = sorted(names & set(_NATIVE))
+    names = {use.name for use in uses}
+    native = sorted(_NATIVE[name] for name in names & set(_NATIVE))
     if native:
-        return "its " + ", ".join(native) + " models"
-    return "its Estimators (through their exports)" if "Estimator" in names else ""
+        return "its " + ", ".join(native) + " models (natively over numeric and bucketized columns)"
+    estimators = {"tf.estimator.Estimator", "tf.compat.v1.estimator.Estimator"}
+    return (
+        "its Estimators (through their exports)"
+        if names & estimators or any(".estimator." in name for name in names)
+        else ""
+    )
 
 
 def _print_text(by_file: dict[str, list[Use]], unreadable: dict[str, str], diffs: dict[str, str] | None) -> None:

@@ -175,7 +175,7 @@ _ROWS: dict[str, Entry] = {
         DIFFERS,
         cases=(
             Case(
-                ("keras.layers.",),
+                ("keras.",),
                 "Keras 3 layers called in a model_fn without training= follow the mode and "
                 "update their state every step (TF 2.15 ran them in inference mode and never "
                 "updated them)",

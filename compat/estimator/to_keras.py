@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from compat.core import tf_internals
@@ -47,6 +48,7 @@ def to_keras(
     keras_model: keras.Model | None = None,
     serving_input_receiver_fn: Callable | None = None,
     checkpoint_path: str | None = None,
+    export_dir_base: str | None = None,
 ) -> keras.Model:
     """A Keras 3 model that predicts what `estimator` predicts, with its trained weights.
 
@@ -57,6 +59,8 @@ def to_keras(
         replaced by the folder's).
       serving_input_receiver_fn: for Estimators converted through their export (see the module).
       checkpoint_path: a checkpoint other than the newest.
+      export_dir_base: where an export-based conversion writes the export it reads (default: a new
+        temporary folder, logged); the model reads it as long as it is used, so keep it.
 
     Raises:
       ValueError: a folder without `keras_model`, or an Estimator that needs a receiver and got none.
@@ -64,6 +68,10 @@ def to_keras(
     from compat.estimator.keras_engine import KerasEstimator, model_to_estimator
 
     if isinstance(estimator, str | os.PathLike):
+        if tf.train.latest_checkpoint(os.fspath(estimator)) is None:
+            raise ValueError(
+                f"{os.fspath(estimator)} holds no checkpoint: give the model folder of a trained Estimator"
+            )
         if keras_model is None:
             raise ValueError(
                 f"{os.fspath(estimator)}: a model folder does not record its model's architecture: pass "
@@ -82,10 +90,12 @@ def to_keras(
             f"{reason}: pass serving_input_receiver_fn= (as for export_saved_model) to convert its export, "
             "which keeps the serving signature"
         )
-    export_dir = estimator.export_saved_model(
-        tempfile.mkdtemp(prefix="to_keras-"), serving_input_receiver_fn, checkpoint_path=checkpoint_path
+    base = export_dir_base or tempfile.mkdtemp(prefix="to_keras-")
+    export_dir = os.fsdecode(
+        estimator.export_saved_model(base, serving_input_receiver_fn, checkpoint_path=checkpoint_path)
     )
-    return from_export(os.fsdecode(export_dir))
+    tf.compat.v1.logging.info("to_keras: the Keras model reads the export %s; keep that folder", export_dir)
+    return from_export(export_dir)
 
 
 def from_export(export_dir: str, signature: str = "serving_default") -> keras.Model:
@@ -134,6 +144,22 @@ def _native_column(column: Any, linear: bool) -> bool:
     return tf_internals.is_numeric_column(column) and column.normalizer_fn is None
 
 
+# The activations a native DNN can name in Keras: TensorFlow's functions, by identity (a function that only
+# shares a name with one of these is not one of them).
+_ACTIVATIONS = {
+    tf.nn.relu: "relu",
+    tf.nn.relu6: "relu6",
+    tf.nn.elu: "elu",
+    tf.nn.selu: "selu",
+    tf.nn.tanh: "tanh",
+    tf.nn.sigmoid: "sigmoid",
+    tf.nn.softplus: "softplus",
+    tf.nn.swish: "silu",
+}
+# Names of the converted model's own layers, which a feature key must not take.
+_OUTPUT_NAMES = {"logits", "logistic", "probabilities", "class_ids", "predictions", "weighted_sum"}
+
+
 def _dense_on(net: Any, units: int, activation: Any, reader: Any, scope: str, name: str, bias: bool = True) -> Any:
     """`net` through a Dense layer holding the checkpoint's `<scope>/kernel` (and `<scope>/bias`)."""
     layer = keras.layers.Dense(units, activation=activation, use_bias=bias, name=name)
@@ -163,9 +189,10 @@ class CannedRecipe:
         hidden_units: Sequence[int] = (),
         activation_fn: Callable | None = None,
         batch_norm: bool = False,
+        sparse_combiner: str = "sum",
     ) -> None:
         self.kind, self.feature_columns, self.hidden_units = kind, list(feature_columns), list(hidden_units)
-        self.activation_fn, self.batch_norm = activation_fn, batch_norm
+        self.activation_fn, self.batch_norm, self.sparse_combiner = activation_fn, batch_norm, sparse_combiner
         self.n_classes, self.label_dimension = n_classes, label_dimension
 
     def why_not_native(self) -> str | None:
@@ -181,6 +208,19 @@ class CannedRecipe:
             )
         if self.batch_norm:
             return "a DNN with batch_norm has no native Keras twin yet"
+        if not linear and self.activation_fn not in _ACTIVATIONS:
+            return f"the DNN's activation_fn {self.activation_fn!r} has no Keras activation of its own"
+        keys = {_source(column).key for column in self.feature_columns}
+        clashing = sorted(key for key in keys if "/" in key or key in _OUTPUT_NAMES)
+        if clashing:
+            return f"feature keys {clashing} cannot name Keras inputs (a '/' or an output's name)"
+        wide = [
+            column.name
+            for column in self.feature_columns
+            if tf_internals.is_bucketized_column(column) and int(np.prod(column.source_column.shape)) > 1
+        ]
+        if linear and self.sparse_combiner != "sum" and wide:
+            return f"sparse_combiner='{self.sparse_combiner}' over the multi-valued bucketized columns {wide}"
         return None
 
     def native(self) -> bool:
@@ -207,7 +247,7 @@ class CannedRecipe:
         columns = sorted(self.feature_columns, key=lambda column: column.name)
         parts = [keras.layers.Flatten()(keras.ops.cast(inputs[column.key], "float32")) for column in columns]
         net = parts[0] if len(parts) == 1 else keras.layers.Concatenate()(parts)
-        activation = keras.activations.get(getattr(self.activation_fn, "__name__", self.activation_fn))
+        activation = _ACTIVATIONS[self.activation_fn]
         for index, units in enumerate(self.hidden_units):
             net = _dense_on(net, units, activation, reader, f"dnn/hiddenlayer_{index}", f"hiddenlayer_{index}")
         return _dense_on(net, self._units, None, reader, "dnn/logits", "logits")
@@ -222,7 +262,7 @@ class CannedRecipe:
                 values = _one_hot_buckets(values, list(column.boundaries), column.name)
             layer = keras.layers.Dense(self._units, use_bias=index == 0, name=f"{column.name}_weights")
             terms.append(layer(values))
-            weights = [reader.get_tensor(f"linear/linear_model/{column.name}/weights")]
+            weights = [reader.get_tensor(f"linear/linear_model/{tf_internals.column_scope_name(column.name)}/weights")]
             layer.set_weights(weights + ([reader.get_tensor("linear/linear_model/bias_weights")] if index == 0 else []))
         return terms[0] if len(terms) == 1 else keras.layers.Add(name="weighted_sum")(terms)
 

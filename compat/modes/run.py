@@ -245,8 +245,9 @@ def open_run(
 ) -> Iterator[Run]:
     """Takes `model_dir` for this process, lists the source once and plans the steps.
 
-    With `mode`, a folder holding another mode's run is refused (OtherModesFolderError); with `distribution`
-    too, settings that do not go together are refused before anything is written (`config.check_together`).
+    With `mode`, a folder holding another mode's run is refused (OtherModesFolderError), and settings that do
+    not go together (with `distribution`, default one device) are refused before anything is written
+    (`config.check_together`).
 
     A second run on the same folder is refused at once with the first one's
     process named; files left half-written by a killed run are removed.
@@ -256,8 +257,8 @@ def open_run(
     in its scope.
     """
     started = time.perf_counter()
-    if mode is not None and distribution is not None:
-        check_together(mode, pipeline, train, distribution)
+    if mode is not None:
+        check_together(mode, pipeline, train, distribution or DistributionConfig())
     with contextlib.nullcontext() if shared else atomic.folder_lock(model_dir):
         if mode is not None:
             check_folder_mode(model_dir, mode)

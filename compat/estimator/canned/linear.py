@@ -351,7 +351,9 @@ class LinearClassifier(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe("LinearClassifier", feature_columns, n_classes=n_classes)
+        self._keras_recipe = CannedRecipe(
+            "LinearClassifier", feature_columns, n_classes=n_classes, sparse_combiner=sparse_combiner
+        )
 
 
 class LinearRegressor(Estimator):
@@ -379,7 +381,9 @@ class LinearRegressor(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe("LinearRegressor", feature_columns, label_dimension=label_dimension)
+        self._keras_recipe = CannedRecipe(
+            "LinearRegressor", feature_columns, label_dimension=label_dimension, sparse_combiner=sparse_combiner
+        )
 
 
 # -- the TF 1.x classes (tf.compat.v1.estimator.LinearClassifier, ...) ---------------------------------------------

@@ -11,13 +11,14 @@ Estimator's schedule with no host sync in between:
   <model_dir>/keras/keras_model.ckpt.*                        the warm-start weights
 
 Checkpoint keys are TF 2.15's (`layer_with_weights-<i>/<weight>/...`, see
-keras_checkpoint.py), so folders written by TF 2.15's model_to_estimator
+checkpoint.py), so folders written by TF 2.15's model_to_estimator
 restore and train on. Hooks may be Keras callbacks or SessionRunHooks that read
 the global step and the loss (session_hooks.py).
 
-The package: `core.py` (state: model copies, counters, checkpoints, features), `loop.py` (training and
-its observers), `evaluation.py`, `engine.py` (`KerasEstimator`), `recipe.py` (`model_to_estimator`),
-`checkpoint.py`, `export.py`, `legacy.py` and `session_hooks.py`.
+The package: `core.py` (state: model copies, counters, checkpoints, features), `loop.py` (training
+and its observers), `evaluation.py`, `engine.py` (`KerasEstimator` and `model_to_estimator`),
+`recipe.py` (the model as plain values its copies are built from), `checkpoint.py`, `export.py`,
+`legacy.py` and `session_hooks.py`.
 """
 
 from __future__ import annotations

@@ -46,8 +46,10 @@ class KerasEngine(EstimatorBase):
         export_outputs: dict | None = None,
         evaluation_model: keras.Model | None = None,
         strategy: tf.distribute.Strategy | None = None,
+        custom_objects: dict | None = None,
     ):
         self._init_base(model_dir, config, params=None)
+        self._custom_objects = dict(custom_objects or {})  # what copies of the model are built with
         # `strategy`: one RunConfig does not carry, as TF 2.15's refused ParameterServerStrategy there.
         self._strategy = strategy or self._config.train_distribute
         # Under a ParameterServerStrategy this process coordinates: the steps run on the workers, sent

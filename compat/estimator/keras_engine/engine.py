@@ -49,7 +49,8 @@ class KerasEstimator(Training, Evaluation):
         """A new copy of the Keras model, compiled as it was, with the weights of `checkpoint_path` (default:
         the newest checkpoint): the model this Estimator trained, for Keras from here on (`to_keras`)."""
         self._restore(checkpoint_path)
-        return ModelRecipe.of(self._model).build(contextlib.nullcontext())
+        with keras.saving.custom_object_scope(self._custom_objects):
+            return ModelRecipe.of(self._model).build(contextlib.nullcontext())
 
     def predict(
         self,
@@ -105,7 +106,7 @@ class KerasEstimator(Training, Evaluation):
     ) -> bytes:
         """Writes `<export_dir_base>/<timestamp>` (built under a temporary name); returns that path.
 
-        The SavedModel takes what the receiver describes (see keras_export.py);
+        The SavedModel takes what the receiver describes (see export.py);
         with no receiver, the model's own inputs.
         """
         self._restore(checkpoint_path)
@@ -181,6 +182,7 @@ def model_to_estimator(
         export_outputs=export_outputs,
         evaluation_model=evaluation_model,
         strategy=strategy,
+        custom_objects=custom_objects,
     )
 
 
