@@ -182,11 +182,54 @@ def test_a_linear_model_over_numeric_and_bucketized_columns_becomes_native_keras
 
 
 def test_a_column_keras_has_no_native_layer_for_here_is_named_and_the_export_path_offered(tmp_path):
-    column = tf.feature_column.indicator_column(
-        tf.feature_column.categorical_column_with_vocabulary_list("colour", ["red", "blue"]))
-    model = estimator.DNNClassifier([4], [column], model_dir=str(tmp_path / "run"))
-    with pytest.raises(ValueError, match="indicator.*do not: pass serving_input_receiver_fn="):
+    crossed = tf.feature_column.crossed_column(["colour", "size"], hash_bucket_size=8)
+    model = estimator.LinearClassifier([crossed], model_dir=str(tmp_path / "run"))
+    with pytest.raises(ValueError, match="no native Keras form here: colour_X_size: pass serving_input_receiver_fn="):
         estimator.to_keras(model)
+
+
+RNG = np.random.RandomState(3)
+# seen and unseen categories: "pink" and "grey" are out of every vocabulary (hashed, or dropped)
+COLOURS = np.array([[c] for c in RNG.choice(["red", "blue", "green", "pink", "grey"], 60)])
+SIZES = RNG.randint(0, 4, size=(60, 1)).astype("int64")
+CATEGORICAL_FEATURES = {"x": RNG.randn(60, 1).astype("float32"), "colour": COLOURS, "size": SIZES,
+                        "tag": np.array([[t] for t in RNG.choice(["a", "b", "c", "d"], 60)])}
+CATEGORICAL_LABELS = ((COLOURS[:, 0] == "red") | (SIZES[:, 0] == 2)).astype("int32")
+
+
+def _categorical_columns(oov_buckets: int):
+    colour = tf.feature_column.categorical_column_with_vocabulary_list(
+        "colour", ["red", "blue", "green"], num_oov_buckets=oov_buckets)
+    size = tf.feature_column.categorical_column_with_identity("size", 4)
+    tag = tf.feature_column.categorical_column_with_hash_bucket("tag", 5)
+    return colour, size, tag
+
+
+@pytest.mark.parametrize("oov_buckets", [0, 2])
+def test_categorical_columns_become_keras_lookups_with_the_estimators_predictions(tmp_path, oov_buckets):
+    """Vocabulary (with hashed or dropped unknowns), identity and hash bucket columns: as indicator and
+    embedding columns of a DNN, and directly in a linear model."""
+    colour, size, tag = _categorical_columns(oov_buckets)
+    fc = tf.feature_column
+    models = {
+        "dnn": estimator.DNNClassifier([6], [fc.numeric_column("x"), fc.indicator_column(colour),
+                                             fc.embedding_column(colour, 3), fc.indicator_column(size),
+                                             fc.embedding_column(tag, 2)], model_dir=str(tmp_path / "dnn")),
+        "linear": estimator.LinearClassifier([fc.numeric_column("x"), colour, size, tag],
+                                             model_dir=str(tmp_path / "linear")),
+    }
+    for name, model in models.items():
+        model.train(estimator.inputs.numpy_input_fn(CATEGORICAL_FEATURES, CATEGORICAL_LABELS, batch_size=20,
+                                                    num_epochs=None, shuffle=True), max_steps=30)
+        rows = list(model.predict(estimator.inputs.numpy_input_fn(CATEGORICAL_FEATURES, shuffle=False)))
+        expected = np.stack([row["probabilities"] for row in rows])
+        converted = estimator.to_keras(model)
+        converted.save(tmp_path / f"{name}.keras")
+        reloaded = keras.saving.load_model(tmp_path / f"{name}.keras")
+        # strings reach Keras as tensors (NumPy's fixed-width str arrays are not a Keras dtype)
+        got = reloaded.predict({k: tf.constant(v) for k, v in CATEGORICAL_FEATURES.items()}, verbose=0)
+        got = got["probabilities"]
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=name)
 
 
 @pytest.mark.skipif(not os.path.isdir(FIXTURES), reason="TF 2.15's model folders (maintainers' fixtures) not here")

@@ -305,7 +305,7 @@ def _conversions(uses: list[Use]) -> str:
     names = {use.name for use in uses}
     native = sorted(_NATIVE[name] for name in names & set(_NATIVE))
     if native:
-        return "its " + ", ".join(native) + " models (natively over numeric and bucketized columns)"
+        return "its " + ", ".join(native) + " models (natively over the columns docs/migration.md lists)"
     estimators = {"tf.estimator.Estimator", "tf.compat.v1.estimator.Estimator"}
     return (
         "its Estimators (through their exports)"

@@ -9,14 +9,15 @@ What each kind of Estimator becomes, with the weights of its newest checkpoint (
 - `model_to_estimator`'s: the original Keras model (a new copy, compiled as it was) with the trained
   weights. A model folder alone does not record the architecture: pass `keras_model=` (the
   architecture, e.g. the function that built it) with the folder, TF 2.15's folders included.
-- `DNNClassifier`, `DNNRegressor` (over `numeric_column`s, without batch norm), `LinearClassifier` and
-  `LinearRegressor` (over `numeric_column`s and `bucketized_column`s, a bucketized column becoming a
-  `Discretization` layer): a native Keras 3 model (one `Input` per feature key, Keras layers holding
-  the checkpoint's weights, and the head's outputs as a dict: `logits`, `probabilities`, `class_ids`,
-  plus `logistic` for two classes; `predictions` for a regressor). No TensorFlow graph code is inside:
-  it saves as `.keras`, loads with `keras.saving.load_model`, and trains on with `fit` (compile it
-  first). The string `classes` outputs are left out (Keras models compute numbers); `class_ids` index
-  the label vocabulary.
+- `DNNClassifier`, `DNNRegressor` (without batch norm), `LinearClassifier` and `LinearRegressor` over the
+  feature columns `keras_columns` converts (numeric, bucketized, and single-valued vocabulary-list,
+  identity and hash-bucket columns, as indicator or embedding columns in a DNN): a native Keras 3 model
+  (one `Input` per feature key, Keras preprocessing layers (StringLookup, IntegerLookup, Hashing,
+  Discretization, CategoryEncoding, Embedding) and Dense layers holding the checkpoint's weights, and the
+  head's outputs as a dict: `logits`, `probabilities`, `class_ids`, plus `logistic` for two classes;
+  `predictions` for a regressor). No TensorFlow graph code is inside: it saves as `.keras`, loads with
+  `keras.saving.load_model`, and trains on with `fit` (compile it first). The string `classes` outputs are
+  left out (Keras models compute numbers); `class_ids` index the label vocabulary.
 - Any other Estimator (a custom model_fn, other canned Estimators, other feature columns): its
   SavedModel export, written with `serving_input_receiver_fn`, wrapped in `keras.layers.TFSMLayer`:
   inference with the export's serving signature (the same input and output keys, so serving clients
@@ -40,6 +41,7 @@ import numpy as np
 import tensorflow as tf
 
 from compat.core import tf_internals
+from compat.estimator import keras_columns
 
 
 def to_keras(
@@ -133,17 +135,6 @@ _NATIVE_KINDS = _DNN_KINDS + _LINEAR_KINDS
 _REGRESSORS = ("DNNRegressor", "LinearRegressor")
 
 
-def _source(column: Any) -> Any:
-    """The numeric column a column reads: itself, or a bucketized column's source."""
-    return column.source_column if tf_internals.is_bucketized_column(column) else column
-
-
-def _native_column(column: Any, linear: bool) -> bool:
-    if linear and tf_internals.is_bucketized_column(column):
-        column = column.source_column
-    return tf_internals.is_numeric_column(column) and column.normalizer_fn is None
-
-
 # The activations a native DNN can name in Keras: TensorFlow's functions, by identity (a function that only
 # shares a name with one of these is not one of them).
 _ACTIVATIONS = {
@@ -168,13 +159,14 @@ def _dense_on(net: Any, units: int, activation: Any, reader: Any, scope: str, na
     return output
 
 
-def _one_hot_buckets(values: Any, boundaries: list[float], name: str) -> Any:
-    """`[batch, k]` values as TF's bucketized column ids them: element i's bucket plus i * buckets, multi-hot."""
-    buckets = len(boundaries) + 1
-    ids = keras.layers.Discretization(bin_boundaries=boundaries, name=f"{name}_buckets")(values)
-    width = values.shape[-1]
-    ids = keras.ops.add(ids, keras.ops.arange(width, dtype=ids.dtype) * buckets)
-    return keras.layers.CategoryEncoding(num_tokens=width * buckets, output_mode="multi_hot", name=f"{name}_ids")(ids)
+def _block_width(column: Any) -> int:
+    """How many rows of the first DNN kernel a column's output fills in TF's DenseFeatures."""
+    name = keras_columns.kind(column)
+    if name == "NumericColumn":
+        return int(np.prod(column.shape))
+    if name == "EmbeddingColumn":
+        return int(column.dimension)
+    return int(column.categorical_column.num_buckets)  # an indicator column
 
 
 class CannedRecipe:
@@ -200,24 +192,23 @@ class CannedRecipe:
         if self.kind not in _NATIVE_KINDS:
             return f"a {self.kind} has no native Keras counterpart yet"
         linear = self.kind in _LINEAR_KINDS
-        others = [column.name for column in self.feature_columns if not _native_column(column, linear)]
+        others = [column.name for column in self.feature_columns if not keras_columns.converts(column, linear)]
         if others:
-            what = "numeric_column and bucketized_column" if linear else "numeric_column"
-            return (
-                f"only {what} features (without normalizer_fn) become Keras layers natively; {', '.join(others)} do not"
-            )
+            return f"these feature columns have no native Keras form here: {', '.join(others)}"
         if self.batch_norm:
             return "a DNN with batch_norm has no native Keras twin yet"
         if not linear and self.activation_fn not in _ACTIVATIONS:
             return f"the DNN's activation_fn {self.activation_fn!r} has no Keras activation of its own"
-        keys = {_source(column).key for column in self.feature_columns}
-        clashing = sorted(key for key in keys if "/" in key or key in _OUTPUT_NAMES)
+        specs: dict[str, set] = {}
+        for column in self.feature_columns:
+            specs.setdefault(keras_columns.source(column).key, set()).add(keras_columns.input_spec(column))
+        clashing = sorted(key for key, seen in specs.items() if "/" in key or key in _OUTPUT_NAMES or len(seen) > 1)
         if clashing:
-            return f"feature keys {clashing} cannot name Keras inputs (a '/' or an output's name)"
+            return f"feature keys {clashing} cannot name one Keras input each (a '/', an output's name, two kinds)"
         wide = [
             column.name
             for column in self.feature_columns
-            if tf_internals.is_bucketized_column(column) and int(np.prod(column.source_column.shape)) > 1
+            if keras_columns.kind(column) == "BucketizedColumn" and int(np.prod(column.source_column.shape)) > 1
         ]
         if linear and self.sparse_combiner != "sum" and wide:
             return f"sparse_combiner='{self.sparse_combiner}' over the multi-valued bucketized columns {wide}"
@@ -234,36 +225,47 @@ class CannedRecipe:
 
     def build(self, reader: tf.train.CheckpointReader) -> keras.Model:
         """The model as Keras 3 layers, with the checkpoint's weights: one Input per feature key."""
-        sources = {_source(column).key: _source(column) for column in self.feature_columns}
-        inputs = {
-            key: keras.Input(shape=tuple(column.shape), dtype=column.dtype.name, name=key)
-            for key, column in sorted(sources.items())
-        }
+        specs = {keras_columns.source(column).key: keras_columns.input_spec(column) for column in self.feature_columns}
+        inputs = {key: keras.Input(shape=shape, dtype=dtype, name=key) for key, (shape, dtype) in sorted(specs.items())}
         logits = self._linear_logits(inputs, reader) if self.kind in _LINEAR_KINDS else self._dnn_logits(inputs, reader)
         return keras.Model(inputs, self._head_outputs(logits), name=self.kind.lower())
 
     def _dnn_logits(self, inputs: dict, reader: tf.train.CheckpointReader) -> Any:
-        # DenseFeatures concatenates the columns sorted by name, each flattened.
-        columns = sorted(self.feature_columns, key=lambda column: column.name)
-        parts = [keras.layers.Flatten()(keras.ops.cast(inputs[column.key], "float32")) for column in columns]
+        """DenseFeatures' concatenation (the columns sorted by name, each its block of the first kernel's rows)
+        through the hidden layers and the logits."""
+        parts, rows, offset = [], [], 0
+        for column in sorted(self.feature_columns, key=lambda column: column.name):
+            table = None
+            if keras_columns.kind(column) == "EmbeddingColumn":
+                scope = tf_internals.column_scope_name(column.name)
+                table = reader.get_tensor(f"dnn/input_from_feature_columns/input_layer/{scope}/embedding_weights")
+            piece = keras_columns.part(column, inputs, table)
+            parts.append(piece.tensor)
+            rows += [None if row is None else offset + row for row in piece.rows]
+            offset += _block_width(column)
         net = parts[0] if len(parts) == 1 else keras.layers.Concatenate()(parts)
         activation = _ACTIVATIONS[self.activation_fn]
         for index, units in enumerate(self.hidden_units):
-            net = _dense_on(net, units, activation, reader, f"dnn/hiddenlayer_{index}", f"hiddenlayer_{index}")
+            scope = f"dnn/hiddenlayer_{index}"
+            kernel = reader.get_tensor(f"{scope}/kernel")
+            if index == 0:
+                kernel = keras_columns.weights_for(rows, kernel)
+            layer = keras.layers.Dense(units, activation=activation, name=f"hiddenlayer_{index}")
+            net = layer(net)
+            layer.set_weights([kernel, reader.get_tensor(f"{scope}/bias")])
         return _dense_on(net, self._units, None, reader, "dnn/logits", "logits")
 
     def _linear_logits(self, inputs: dict, reader: tf.train.CheckpointReader) -> Any:
-        """Every column's weighted sum (numeric: its values; bucketized: its buckets' weights), plus the bias,
+        """Every column's weighted sum (its values, buckets or categories times its weights), plus the bias,
         which the first column's layer holds."""
         terms = []
         for index, column in enumerate(sorted(self.feature_columns, key=lambda column: column.name)):
-            values = keras.layers.Flatten()(keras.ops.cast(inputs[_source(column).key], "float32"))
-            if tf_internals.is_bucketized_column(column):
-                values = _one_hot_buckets(values, list(column.boundaries), column.name)
+            piece = keras_columns.part(column, inputs)
+            weights = reader.get_tensor(f"linear/linear_model/{tf_internals.column_scope_name(column.name)}/weights")
             layer = keras.layers.Dense(self._units, use_bias=index == 0, name=f"{column.name}_weights")
-            terms.append(layer(values))
-            weights = [reader.get_tensor(f"linear/linear_model/{tf_internals.column_scope_name(column.name)}/weights")]
-            layer.set_weights(weights + ([reader.get_tensor("linear/linear_model/bias_weights")] if index == 0 else []))
+            terms.append(layer(piece.tensor))
+            bias = [reader.get_tensor("linear/linear_model/bias_weights")] if index == 0 else []
+            layer.set_weights([keras_columns.weights_for(piece.rows, weights)] + bias)
         return terms[0] if len(terms) == 1 else keras.layers.Add(name="weighted_sum")(terms)
 
     def _head_outputs(self, logits: Any) -> dict:
