@@ -360,20 +360,6 @@ def add_control_inputs(op: tf.Operation, inputs: list) -> None:
 # estimators reach them only through these functions.
 
 
-def is_numeric_column(column) -> bool:
-    """Whether `column` is a `tf.feature_column.numeric_column` (what to_keras makes a Keras Input of)."""
-    from tensorflow.python.feature_column import feature_column_v2
-
-    return isinstance(column, feature_column_v2.NumericColumn)
-
-
-def is_bucketized_column(column) -> bool:
-    """Whether `column` is a `tf.feature_column.bucketized_column` (to_keras: a Discretization layer)."""
-    from tensorflow.python.feature_column import feature_column_v2
-
-    return isinstance(column, feature_column_v2.BucketizedColumn)
-
-
 def column_scope_name(name: str) -> str:
     """The variable-scope name a feature column's variables are created under (TF cleans the column's name)."""
     from tensorflow.python.feature_column import feature_column_v2

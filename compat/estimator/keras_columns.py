@@ -64,6 +64,16 @@ def input_spec(column: Any) -> tuple[tuple[int, ...], str]:
     return (1,), dtype  # one category per example
 
 
+def tf_width(column: Any) -> int:
+    """How many rows of the first DNN kernel a column's output fills in TF's DenseFeatures."""
+    name = kind(column)
+    if name == "NumericColumn":
+        return int(np.prod(column.shape))
+    if name == "EmbeddingColumn":
+        return int(column.dimension)
+    return int(column.categorical_column.num_buckets)  # an indicator column
+
+
 @dataclasses.dataclass
 class Part:
     """A column's contribution to a model's input: a tensor `[batch, len(rows)]`, and for each of its

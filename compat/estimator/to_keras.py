@@ -159,16 +159,6 @@ def _dense_on(net: Any, units: int, activation: Any, reader: Any, scope: str, na
     return output
 
 
-def _block_width(column: Any) -> int:
-    """How many rows of the first DNN kernel a column's output fills in TF's DenseFeatures."""
-    name = keras_columns.kind(column)
-    if name == "NumericColumn":
-        return int(np.prod(column.shape))
-    if name == "EmbeddingColumn":
-        return int(column.dimension)
-    return int(column.categorical_column.num_buckets)  # an indicator column
-
-
 class CannedRecipe:
     """What a canned Estimator was built from, for its native Keras twin (kept by the Estimator)."""
 
@@ -242,7 +232,7 @@ class CannedRecipe:
             piece = keras_columns.part(column, inputs, table)
             parts.append(piece.tensor)
             rows += [None if row is None else offset + row for row in piece.rows]
-            offset += _block_width(column)
+            offset += keras_columns.tf_width(column)
         net = parts[0] if len(parts) == 1 else keras.layers.Concatenate()(parts)
         activation = _ACTIVATIONS[self.activation_fn]
         for index, units in enumerate(self.hidden_units):
