@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 import compat.estimator as estimator
+import compat.estimator.v1 as estimator_v1
 from conftest import REPO
 
 FIXTURES = os.path.join(REPO, "..", "shared", "fixtures", "tf215")
@@ -117,9 +118,17 @@ def test_a_custom_model_fn_becomes_a_keras_model_over_its_export_and_the_command
     # compat.estimator registers the layer.
     reloaded = keras.saving.load_model(out, safe_mode=False)
     np.testing.assert_allclose(reloaded({"x": tf.constant(X)})["logits"], np.stack(expected), rtol=1e-5, atol=1e-5)
-    bad = subprocess.run([sys.executable, "-m", "compat.estimator.to_keras", str(tmp_path), str(out)],
+    # a model folder without exports: one line, exit 2, nothing written
+    refused = tmp_path / "refused.keras"
+    bad = subprocess.run([sys.executable, "-m", "compat.estimator.to_keras", str(tmp_path / "run"), str(refused)],
                          capture_output=True, text=True, cwd=REPO)
-    assert bad.returncode == 2 and "holds no SavedModel" in bad.stderr.strip().splitlines()[-1]
+    assert bad.returncode == 2 and "holds no SavedModel export" in bad.stderr.strip().splitlines()[-1]
+    assert not refused.exists() and not [name for name in os.listdir(tmp_path) if name.startswith(".")]
+    # a folder of exports converts its newest
+    newest = tmp_path / "newest.keras"
+    result = subprocess.run([sys.executable, "-m", "compat.estimator.to_keras", str(tmp_path / "export"), str(newest)],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0 and export_dir in result.stdout, result.stderr[-2000:]
 
 
 @pytest.mark.skipif(not os.path.isdir(FIXTURES), reason="TF 2.15's model folders (maintainers' fixtures) not here")
@@ -182,9 +191,10 @@ def test_a_linear_model_over_numeric_and_bucketized_columns_becomes_native_keras
 
 
 def test_a_column_keras_has_no_native_layer_for_here_is_named_and_the_export_path_offered(tmp_path):
-    crossed = tf.feature_column.crossed_column(["colour", "size"], hash_bucket_size=8)
-    model = estimator.LinearClassifier([crossed], model_dir=str(tmp_path / "run"))
-    with pytest.raises(ValueError, match="no native Keras form here: colour_X_size: pass serving_input_receiver_fn="):
+    weighted = tf.feature_column.weighted_categorical_column(
+        tf.feature_column.categorical_column_with_identity("colour", 4), "weight")
+    model = estimator.LinearClassifier([weighted], model_dir=str(tmp_path / "run"))
+    with pytest.raises(ValueError, match="no native Keras form here: colour_weighted_by_weight: pass serving_input"):
         estimator.to_keras(model)
 
 
@@ -288,3 +298,164 @@ def test_what_cannot_convert_natively_says_why_and_a_folder_without_a_checkpoint
     averaged = estimator.LinearRegressor([wide], sparse_combiner="mean", model_dir=str(tmp_path / "mean"))
     with pytest.raises(ValueError, match="sparse_combiner='mean' over the multi-valued bucketized"):
         estimator.to_keras(averaged)
+
+
+# -- every canned class, over every column kind a team used -------------------------------------------------------
+
+ROWS = np.random.RandomState(7)
+N = 400  # the first 200 rows train, the other 200 are held out
+KINDS = {
+    "x": ROWS.randn(N, 1).astype("float32"),
+    "a": ROWS.randn(N, 2).astype("float32"),
+    "age": ROWS.uniform(-1, 1, (N, 1)).astype("float32"),
+    "colour": ROWS.choice(["red", "blue", "green", "pink"], (N, 1)),
+    "city": ROWS.choice(["paris", "rome", "oslo", "lima"], (N, 1)),
+    "tag": ROWS.choice(["a", "b", "c", "d", "e"], (N, 1)),
+    "size": ROWS.randint(0, 4, (N, 1)).astype("int64"),
+}
+SCORE = KINDS["x"][:, 0] + (KINDS["colour"][:, 0] == "red") - (KINDS["age"][:, 0] > 0.3) + 0.5 * (KINDS["size"][:, 0] == 2)
+
+
+def _every_column_kind(tmp_path):
+    fc = tf.feature_column
+    vocabulary_file = tmp_path / "cities.txt"
+    vocabulary_file.write_text("paris\nrome\noslo\n")
+    age = fc.bucketized_column(fc.numeric_column("age"), [-0.5, 0.0, 0.5])
+    colour = fc.categorical_column_with_vocabulary_list("colour", ["red", "blue", "green"], num_oov_buckets=1)
+    city = fc.categorical_column_with_vocabulary_file("city", str(vocabulary_file), vocabulary_size=3)
+    tag = fc.categorical_column_with_hash_bucket("tag", 7)
+    size = fc.categorical_column_with_identity("size", 4)
+    age_x_colour = fc.crossed_column([age, "colour"], 16)
+    tag_x_size = fc.crossed_column(["tag", size], 11)
+    numeric = [fc.numeric_column("x"), fc.numeric_column("a", shape=(2,)), age]
+    linear = numeric + [colour, city, tag, size, age_x_colour, tag_x_size]
+    dnn = numeric + [fc.indicator_column(colour), fc.embedding_column(city, 3), fc.embedding_column(tag, 2),
+                     fc.indicator_column(size), fc.indicator_column(age_x_colour), fc.embedding_column(tag_x_size, 2)]
+    return linear, dnn
+
+
+def _canned(name: str, directory: str, linear: list, dnn: list):
+    """One canned Estimator by class name (`v1.` for tf.compat.v1's), three classes or two label dimensions."""
+    module = estimator_v1 if name.startswith("v1.") else estimator
+    cls = getattr(module, name.split(".")[-1])
+    target = {"n_classes": 3} if "Classifier" in name else {"label_dimension": 2}
+    if "Combined" in name:
+        return cls(directory, linear_feature_columns=linear[3:], dnn_feature_columns=dnn[:3] + dnn[4:6],
+                   dnn_hidden_units=[8], **target)
+    if "DNN" in name:
+        return cls([8, 4], dnn, model_dir=directory, **target)
+    if "Linear" in name:
+        return cls(linear, model_dir=directory, **target)
+    return cls(directory, **target)  # a Baseline
+
+
+CANNED = [f"{prefix}{model}{head}" for prefix in ("", "v1.") for model in ("DNN", "Linear", "DNNLinearCombined",
+                                                                           "Baseline")
+          for head in ("Classifier", "Regressor")]
+
+
+@pytest.mark.parametrize("name", CANNED)
+def test_every_canned_class_becomes_native_keras_with_its_predictions_on_held_out_rows(tmp_path, name):
+    linear, dnn = _every_column_kind(tmp_path)
+    model = _canned(name, str(tmp_path / "run"), linear, dnn)
+    classifier = "Classifier" in name
+    labels = (np.digitize(SCORE, [-0.3, 0.7]).astype("int32") if classifier
+              else np.stack([SCORE, KINDS["a"][:, 0]], axis=1).astype("float32"))
+    train = {key: value[:200] for key, value in KINDS.items()}
+    held_out = {key: value[200:] for key, value in KINDS.items()}
+    model.train(estimator.inputs.numpy_input_fn(train, labels[:200], batch_size=50, num_epochs=None, shuffle=True),
+                max_steps=40)
+    rows = list(model.predict(estimator.inputs.numpy_input_fn(held_out, shuffle=False)))
+    key = "probabilities" if classifier else "predictions"
+    expected = np.stack([row[key] for row in rows])
+
+    converted = estimator.to_keras(model)
+    assert not any("TFSMLayer" in type(layer).__name__ for layer in converted.layers)  # native layers only
+    converted.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    baseline = "Baseline" in name
+
+    def inputs(features):
+        if baseline:
+            return {"batch": np.zeros((len(features["x"]), 1), "float32")}
+        return {key: tf.constant(features[key]) for key in loaded.input}
+
+    got = loaded.predict(inputs(held_out), verbose=0)
+    np.testing.assert_allclose(got[key], expected, rtol=1e-5, atol=1e-5)
+    if classifier:
+        np.testing.assert_array_equal(got["class_ids"][:, 0], np.stack([row["class_ids"][0] for row in rows]))
+
+    # trained on natively: full-batch gradient steps lower the loss on the training rows
+    output = "logits" if classifier else "predictions"
+    trainable = keras.Model(loaded.input, loaded.output[output])
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True) if classifier else "mse"
+    trainable.compile(keras.optimizers.SGD(0.05), loss=loss)
+    before = trainable.evaluate(inputs(train), labels[:200], batch_size=200, verbose=0)
+    trainable.fit(inputs(train), labels[:200], batch_size=200, epochs=5, shuffle=False, verbose=0)
+    after = trainable.evaluate(inputs(train), labels[:200], batch_size=200, verbose=0)
+    assert after < before, (before, after)
+
+
+def _signature_defs(export_dir: str) -> dict:
+    """{name: (method, {input key: dtype}, {output key: dtype})}, read from the SavedModel's own proto."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    saved.ParseFromString(open(os.path.join(export_dir, "saved_model.pb"), "rb").read())
+    (graph,) = [meta for meta in saved.meta_graphs if "serve" in meta.meta_info_def.tags]
+    # `__saved_model_init_op` is TF2's own entry for initializing tables, no signature a client calls
+    return {name: (sig.method_name, {key: info.dtype for key, info in sig.inputs.items()},
+                   {key: info.dtype for key, info in sig.outputs.items()})
+            for name, sig in graph.signature_def.items() if name != "__saved_model_init_op"}
+
+
+def _examples(features: dict) -> tf.Tensor:
+    rows = []
+    for index in range(len(features["x"])):
+        feature = {"x": tf.train.Feature(float_list=tf.train.FloatList(value=features["x"][index])),
+                   "colour": tf.train.Feature(bytes_list=tf.train.BytesList(value=[features["colour"][index][0].encode()]))}
+        rows.append(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    return tf.constant(rows)
+
+
+@pytest.mark.parametrize("name", ["DNNClassifier", "LinearClassifier", "DNNRegressor", "v1.BaselineClassifier"])
+def test_the_converted_models_export_keeps_the_estimators_signatures_for_serving_clients(tmp_path, name):
+    fc = tf.feature_column
+    colour = fc.categorical_column_with_vocabulary_list("colour", ["red", "blue", "green"])
+    columns = ([fc.numeric_column("x"), fc.indicator_column(colour)] if "DNN" in name
+               else [fc.numeric_column("x"), colour])
+    module = estimator_v1 if name.startswith("v1.") else estimator
+    cls = getattr(module, name.split(".")[-1])
+    classifier = "Classifier" in name
+    settings = {"n_classes": 2, "label_vocabulary": ["no", "yes"]} if classifier else {}
+    if "Baseline" in name:
+        model = cls(str(tmp_path / "run"), **settings)
+    elif "DNN" in name:
+        model = cls([4], columns, model_dir=str(tmp_path / "run"), **settings)
+    else:
+        model = cls(columns, model_dir=str(tmp_path / "run"), **settings)
+    features = {"x": KINDS["x"][:200], "colour": KINDS["colour"][:200]}
+    labels = np.where(SCORE[:200] > 0.3, "yes", "no") if classifier else SCORE[:200].astype("float32")
+    model.train(estimator.inputs.numpy_input_fn(features, labels, batch_size=50, num_epochs=None, shuffle=True),
+                max_steps=20)
+    spec = fc.make_parse_example_spec([fc.numeric_column("x"), colour])
+    theirs = model.export_saved_model(str(tmp_path / "estimator_export"),
+                                      estimator.export.build_parsing_serving_input_receiver_fn(spec)).decode()
+    converted = estimator.to_keras(model)
+    ours = estimator.export_keras_saved_model(converted, str(tmp_path / "keras_export"), like=theirs,
+                                              estimator=model)
+    assert os.path.dirname(ours) == str(tmp_path / "keras_export")
+    assert _signature_defs(ours) == _signature_defs(theirs)  # names, methods, input and output keys and dtypes
+    # and the same answers, signature by signature, for the same serialized examples
+    serialized = _examples({key: value[:20] for key, value in features.items()})
+    theirs_loaded, ours_loaded = tf.saved_model.load(theirs), tf.saved_model.load(ours)
+    for signature, (_, inputs, outputs) in _signature_defs(theirs).items():
+        (key,) = inputs
+        want = theirs_loaded.signatures[signature](**{key: serialized})
+        got = ours_loaded.signatures[signature](**{key: serialized})
+        for output in outputs:
+            if want[output].dtype == tf.string:
+                np.testing.assert_array_equal(got[output].numpy(), want[output].numpy(), err_msg=output)
+            else:
+                np.testing.assert_allclose(got[output].numpy(), want[output].numpy(), rtol=1e-5, atol=1e-5,
+                                           err_msg=f"{signature}: {output}")

@@ -53,6 +53,7 @@ from compat.estimator.hooks import (
 )
 from compat.estimator.hooks.hooks import InMemoryEvaluatorHook, make_stop_at_checkpoint_step_hook
 from compat.estimator.keras_engine import model_to_estimator
+from compat.estimator.keras_serving import export_saved_model as export_keras_saved_model
 from compat.estimator.model_fn import EstimatorSpec, ModeKeys, call_logit_fn
 from compat.estimator.run_config import RunConfig
 from compat.estimator.to_keras import to_keras
@@ -112,6 +113,7 @@ __all__ = [
     "install",
     "model_to_estimator",
     "to_keras",
+    "export_keras_saved_model",
     "tpu",
     "train_and_evaluate",
     "uninstall",

@@ -289,21 +289,21 @@ def _verdict(counts: dict[str, int]) -> str:
     return "runs as on TF 2.15" if sum(counts.values()) else "no Estimator surface"
 
 
-# TF2 Estimators whose trained models to_keras can make native Keras models (over the columns
-# docs/migration.md lists); any other Estimator converts through its export.
+# Estimators whose trained models to_keras can make native Keras models (over the columns
+# docs/migration.md lists), TF2's and tf.compat.v1's classes; any other Estimator converts through its export.
 _NATIVE = {
-    "tf.estimator.DNNClassifier": "DNNClassifier",
-    "tf.estimator.DNNRegressor": "DNNRegressor",
-    "tf.estimator.LinearClassifier": "LinearClassifier",
-    "tf.estimator.LinearRegressor": "LinearRegressor",
-    "tf.keras.estimator.model_to_estimator": "model_to_estimator",
+    f"tf.{namespace}estimator.{model}{head}": f"{model}{head}"
+    for namespace in ("", "compat.v1.")
+    for model in ("DNN", "Linear", "DNNLinearCombined", "Baseline")
+    for head in ("Classifier", "Regressor")
 }
+_NATIVE["tf.keras.estimator.model_to_estimator"] = "model_to_estimator"
 
 
 def _conversions(uses: list[Use]) -> str:
     """What of the file's Estimators `to_keras` converts, in a few words ('' when it uses none)."""
     names = {use.name for use in uses}
-    native = sorted(_NATIVE[name] for name in names & set(_NATIVE))
+    native = sorted({_NATIVE[name] for name in names & set(_NATIVE)})
     if native:
         return "its " + ", ".join(native) + " models (natively over the columns docs/migration.md lists)"
     estimators = {"tf.estimator.Estimator", "tf.compat.v1.estimator.Estimator"}
@@ -334,7 +334,7 @@ def _print_text(by_file: dict[str, list[Use]], unreadable: dict[str, str], diffs
     if converts:
         print(
             f"To leave tf.estimator without retraining: compat.estimator.to_keras(estimator) turns {converts} "
-            "into Keras 3 models with their trained weights (docs/estimator.md)"
+            "into Keras 3 models with their trained weights (docs/migration.md)"
         )
     if diffs is not None:
         for path, diff in diffs.items():

@@ -7,11 +7,16 @@ stands for, or None for a dimension TF never fed (a zero row). Keras' lookups nu
 ids first and the vocabulary after; TF numbered the vocabulary first: the rows carry the mapping, so the
 layers stay Keras' own and the weights are reordered once, when the model is built.
 
-What converts: numeric columns (without `normalizer_fn`), bucketized columns (Discretization), and
-single-valued categorical columns by vocabulary list (StringLookup or IntegerLookup; out-of-vocabulary
-buckets hashed as TF hashed them), identity and hash bucket (Hashing) columns, as indicator or
-embedding columns in a DNN and directly in a linear model. Not: vocabulary files, crossed, weighted and
-sequence columns, shared embeddings, multi-valued categorical features.
+What converts: numeric columns (without `normalizer_fn`); bucketized columns (Discretization);
+single-valued categorical columns by vocabulary list or file (StringLookup or IntegerLookup, unknown
+values hashed or dropped as TF did), identity and hash bucket columns (Hashing); crossed columns
+(HashedCrossing, TF's own hash) over raw string features, bucketized columns of one value and identity
+columns. Categorical and crossed columns go into a linear model directly and into a DNN as
+indicator or embedding columns. Not: weighted, sequence and shared-embedding columns, multi-valued
+categorical features, a crossed column over a vocabulary column (its ids are numbered differently in
+Keras) or with its own `hash_key`. A crossed column's raw features are taken as dense tensors, as numpy
+input_fns and FixedLenFeature parsing give them: TF hashed a cross of raw features given sparse
+(VarLenFeature) and columns in another order, which a model trained that way would need.
 """
 
 from __future__ import annotations
@@ -21,22 +26,25 @@ from typing import Any
 
 import keras
 import numpy as np
+import tensorflow as tf
 
-_CATEGORICAL = ("VocabularyListCategoricalColumn", "IdentityCategoricalColumn", "HashedCategoricalColumn")
+_VOCABULARY = ("VocabularyListCategoricalColumn", "VocabularyFileCategoricalColumn")
+_CATEGORICAL = (*_VOCABULARY, "IdentityCategoricalColumn", "HashedCategoricalColumn", "CrossedColumn")
 
 
 def kind(column: Any) -> str:
-    """The column's class name: what decides its Keras layers."""
-    return type(column).__name__
+    """The column's class name, without the leading '_' of TF 1.x's classes: what decides its Keras layers."""
+    return type(column).__name__.lstrip("_")
 
 
-def source(column: Any) -> Any:
-    """The column that names the feature a column reads (a numeric or categorical column)."""
-    if kind(column) == "BucketizedColumn":
-        return column.source_column
-    if kind(column) in ("IndicatorColumn", "EmbeddingColumn"):
-        return column.categorical_column
-    return column
+def _crossed_key_converts(key: Any) -> bool:
+    """Whether a crossed column's key feeds HashedCrossing the values TF's cross hashed: a raw feature, or
+    ids Keras computes equally (identity, one bucket per example). TF refuses hash buckets in a cross."""
+    if isinstance(key, str):
+        return True
+    if kind(key) == "BucketizedColumn":
+        return int(np.prod(key.source_column.shape)) == 1 and converts(key.source_column, linear=True)
+    return kind(key) == "IdentityCategoricalColumn"
 
 
 def converts(column: Any, linear: bool) -> bool:
@@ -45,23 +53,36 @@ def converts(column: Any, linear: bool) -> bool:
     if name == "NumericColumn":
         return column.normalizer_fn is None
     if name == "BucketizedColumn":
-        return linear and converts(column.source_column, linear)
+        return converts(column.source_column, linear)
+    if name == "CrossedColumn":
+        return linear and column.hash_key is None and all(_crossed_key_converts(key) for key in column.keys)
     if name in _CATEGORICAL:
         return linear
-    if name == "IndicatorColumn":
-        return not linear and kind(column.categorical_column) in _CATEGORICAL
-    if name == "EmbeddingColumn":
-        return not linear and kind(column.categorical_column) in _CATEGORICAL and column.ckpt_to_load_from is None
+    if name in ("IndicatorColumn", "EmbeddingColumn"):
+        inner = column.categorical_column
+        if name == "EmbeddingColumn" and column.ckpt_to_load_from is not None:
+            return False
+        return not linear and kind(inner) in _CATEGORICAL and converts(inner, linear=True)
     return False
 
 
-def input_spec(column: Any) -> tuple[tuple[int, ...], str]:
-    """The Keras Input (shape, dtype) of the feature a column reads."""
-    read = source(column)
-    if kind(read) == "NumericColumn":
-        return tuple(read.shape), read.dtype.name
-    dtype = "int64" if kind(read) == "IdentityCategoricalColumn" else read.dtype.name
-    return (1,), dtype  # one category per example
+def inputs_of(column: Any) -> dict[str, tuple[tuple[int, ...], str]]:
+    """The Keras Inputs a column reads: {feature key: (shape, dtype)}. Categorical features hold one value
+    per example; a crossed column's raw keys are string features."""
+    name = kind(column)
+    if name == "NumericColumn":
+        return {column.key: (tuple(column.shape), column.dtype.name)}
+    if name == "BucketizedColumn":
+        return inputs_of(column.source_column)
+    if name in ("IndicatorColumn", "EmbeddingColumn"):
+        return inputs_of(column.categorical_column)
+    if name == "CrossedColumn":
+        specs: dict[str, tuple[tuple[int, ...], str]] = {}
+        for key in column.keys:
+            specs.update({key: ((1,), "string")} if isinstance(key, str) else inputs_of(key))
+        return specs
+    dtype = "int64" if name == "IdentityCategoricalColumn" else column.dtype.name
+    return {column.key: ((1,), dtype)}
 
 
 def tf_width(column: Any) -> int:
@@ -69,6 +90,8 @@ def tf_width(column: Any) -> int:
     name = kind(column)
     if name == "NumericColumn":
         return int(np.prod(column.shape))
+    if name == "BucketizedColumn":
+        return int(np.prod(column.source_column.shape)) * (len(column.boundaries) + 1)
     if name == "EmbeddingColumn":
         return int(column.dimension)
     return int(column.categorical_column.num_buckets)  # an indicator column
@@ -83,11 +106,30 @@ class Part:
     rows: list[int | None]
 
 
-def _ids(column: Any, feature: Any, name: str) -> tuple[Any, list[int | None]]:
+def _vocabulary(column: Any) -> list:
+    """A vocabulary column's vocabulary, in TF's id order (a file's first `vocabulary_size` lines)."""
+    if kind(column) == "VocabularyListCategoricalColumn":
+        return list(column.vocabulary_list)
+    with tf.io.gfile.GFile(column.vocabulary_file) as file:
+        lines = file.read().splitlines()[: column.vocabulary_size]
+    return lines if column.dtype.name == "string" else [int(line) for line in lines]
+
+
+def _bucket_ids(column: Any, inputs: dict, name: str) -> Any:
+    """A bucketized column's ids `[batch, width]`: each value's bucket, offset by its position times the
+    number of buckets (TF's numbering of a multi-valued source's buckets)."""
+    values = keras.layers.Flatten()(keras.ops.cast(inputs[column.source_column.key], "float32"))
+    ids = keras.layers.Discretization(bin_boundaries=list(column.boundaries), name=f"{name}_buckets")(values)
+    width = int(values.shape[-1])
+    return keras.ops.add(ids, keras.ops.arange(width, dtype=ids.dtype) * (len(column.boundaries) + 1))
+
+
+def _ids(column: Any, inputs: dict, name: str) -> tuple[Any, list[int | None]]:
     """A categorical column's ids as Keras numbers them `[batch, 1]`, and for each Keras id the TF id
     (`name`: the layers' name, the reading column's, which may share its categorical column)."""
-    if kind(column) == "VocabularyListCategoricalColumn":
-        vocabulary = list(column.vocabulary_list)
+    feature = inputs.get(getattr(column, "key", None))
+    if kind(column) in _VOCABULARY:
+        vocabulary = _vocabulary(column)
         hashed = column.num_oov_buckets
         oov = max(hashed, 1)  # Keras needs at least one out-of-vocabulary index
         lookup_class = keras.layers.StringLookup if column.dtype.name == "string" else keras.layers.IntegerLookup
@@ -98,43 +140,47 @@ def _ids(column: Any, feature: Any, name: str) -> tuple[Any, list[int | None]]:
     if kind(column) == "HashedCategoricalColumn":
         hashing = keras.layers.Hashing(num_bins=column.hash_bucket_size, name=f"{name}_hashing")
         return hashing(feature), list(range(column.hash_bucket_size))
+    if kind(column) == "CrossedColumn":
+        # TF's cross takes its sparse inputs (the columns' ids) before its dense ones (raw features given dense,
+        # as numpy input_fns and FixedLenFeature give them), each group in the keys' order; the hash follows it.
+        crossed = []
+        for index, key in enumerate(column.keys):
+            if kind(key) == "BucketizedColumn":
+                crossed.append(_bucket_ids(key, inputs, f"{name}_{index}"))
+            elif not isinstance(key, str):
+                crossed.append(_ids(key, inputs, f"{name}_{index}")[0])
+        crossed += [inputs[key] for key in column.keys if isinstance(key, str)]
+        layer = keras.layers.HashedCrossing(num_bins=column.hash_bucket_size, name=f"{name}_crossing")
+        return layer(crossed), list(range(column.hash_bucket_size))
     # identity: the ids are the values
     return keras.ops.cast(feature, "int64"), list(range(column.num_buckets))
 
 
-def _one_hot(ids: Any, size: int, name: str) -> Any:
-    return keras.layers.CategoryEncoding(num_tokens=size, output_mode="one_hot", name=f"{name}_one_hot")(ids)
-
-
-def part(column: Any, inputs: dict, embedding_table: Any = None) -> Part:
-    """The column's part of the input. `embedding_table`: an embedding column's TF table `[buckets, dim]`."""
-    feature = inputs[source(column).key]
-    name = kind(column)
+def part(column: Any, inputs: dict, embedding_table: Any = None, prefix: str = "") -> Part:
+    """The column's part of the input. `embedding_table`: an embedding column's TF table `[buckets, dim]`;
+    `prefix`: before its layers' names (a column read by both parts of a wide and deep model)."""
+    name, label = kind(column), prefix + column.name
     if name == "NumericColumn":
-        values = keras.layers.Flatten()(keras.ops.cast(feature, "float32"))
+        values = keras.layers.Flatten()(keras.ops.cast(inputs[column.key], "float32"))
         return Part(values, list(range(int(np.prod(column.shape)))))
     if name == "BucketizedColumn":
-        values = keras.layers.Flatten()(keras.ops.cast(feature, "float32"))
-        buckets = len(column.boundaries) + 1
-        width = int(values.shape[-1])
-        ids = keras.layers.Discretization(bin_boundaries=list(column.boundaries), name=f"{column.name}_buckets")(values)
-        ids = keras.ops.add(ids, keras.ops.arange(width, dtype=ids.dtype) * buckets)
-        multi_hot = keras.layers.CategoryEncoding(
-            num_tokens=width * buckets, output_mode="multi_hot", name=f"{column.name}_ids"
-        )(ids)
-        return Part(multi_hot, list(range(width * buckets)))
+        ids = _bucket_ids(column, inputs, label)
+        size = tf_width(column)
+        multi_hot = keras.layers.CategoryEncoding(num_tokens=size, output_mode="multi_hot", name=f"{label}_ids")
+        return Part(multi_hot(ids), list(range(size)))
     categorical = column.categorical_column if name in ("IndicatorColumn", "EmbeddingColumn") else column
-    ids, tf_of_keras = _ids(categorical, feature, column.name)
+    ids, tf_of_keras = _ids(categorical, inputs, label)
     if name == "EmbeddingColumn":
         table = np.asarray(embedding_table)
         rows = np.stack(
             [table[row] if row is not None else np.zeros(table.shape[1], table.dtype) for row in tf_of_keras]
         )
-        layer = keras.layers.Embedding(len(tf_of_keras), table.shape[1], name=f"{column.name}_table")
+        layer = keras.layers.Embedding(len(tf_of_keras), table.shape[1], name=f"{label}_table")
         vectors = keras.layers.Flatten()(layer(ids))
         layer.set_weights([rows])
         return Part(vectors, list(range(table.shape[1])))
-    return Part(_one_hot(ids, len(tf_of_keras), column.name), tf_of_keras)
+    one_hot = keras.layers.CategoryEncoding(num_tokens=len(tf_of_keras), output_mode="one_hot", name=f"{label}_one_hot")
+    return Part(one_hot(ids), tf_of_keras)
 
 
 def weights_for(rows: list[int | None], weights: np.ndarray, offset: int = 0) -> np.ndarray:

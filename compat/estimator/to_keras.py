@@ -37,11 +37,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
-import numpy as np
 import tensorflow as tf
 
-from compat.core import tf_internals
-from compat.estimator import keras_columns
+from compat.core import atomic
 
 
 def to_keras(
@@ -83,7 +81,7 @@ def to_keras(
     if isinstance(estimator, KerasEstimator):
         return estimator.trained_keras_model(checkpoint_path)
     recipe = getattr(estimator, "_keras_recipe", None)
-    if recipe is not None and recipe.native():
+    if recipe is not None and recipe.why_not_native() is None:
         return recipe.build(_reader(estimator, checkpoint_path))
     if serving_input_receiver_fn is None:
         kind = type(estimator).__name__
@@ -129,170 +127,49 @@ def _reader(estimator: Any, checkpoint_path: str | None) -> tf.train.CheckpointR
     return tf.train.load_checkpoint(path)
 
 
-_DNN_KINDS = ("DNNClassifier", "DNNRegressor")
-_LINEAR_KINDS = ("LinearClassifier", "LinearRegressor")
-_NATIVE_KINDS = _DNN_KINDS + _LINEAR_KINDS
-_REGRESSORS = ("DNNRegressor", "LinearRegressor")
-
-
-# The activations a native DNN can name in Keras: TensorFlow's functions, by identity (a function that only
-# shares a name with one of these is not one of them).
-_ACTIVATIONS = {
-    tf.nn.relu: "relu",
-    tf.nn.relu6: "relu6",
-    tf.nn.elu: "elu",
-    tf.nn.selu: "selu",
-    tf.nn.tanh: "tanh",
-    tf.nn.sigmoid: "sigmoid",
-    tf.nn.softplus: "softplus",
-    tf.nn.swish: "silu",
-}
-# Names of the converted model's own layers, which a feature key must not take.
-_OUTPUT_NAMES = {"logits", "logistic", "probabilities", "class_ids", "predictions", "weighted_sum"}
-
-
-def _dense_on(net: Any, units: int, activation: Any, reader: Any, scope: str, name: str, bias: bool = True) -> Any:
-    """`net` through a Dense layer holding the checkpoint's `<scope>/kernel` (and `<scope>/bias`)."""
-    layer = keras.layers.Dense(units, activation=activation, use_bias=bias, name=name)
-    output = layer(net)
-    layer.set_weights([reader.get_tensor(f"{scope}/kernel")] + ([reader.get_tensor(f"{scope}/bias")] if bias else []))
-    return output
-
-
-class CannedRecipe:
-    """What a canned Estimator was built from, for its native Keras twin (kept by the Estimator)."""
-
-    def __init__(
-        self,
-        kind: str,
-        feature_columns: Sequence,
-        n_classes: int | None = None,
-        label_dimension: int | None = None,
-        hidden_units: Sequence[int] = (),
-        activation_fn: Callable | None = None,
-        batch_norm: bool = False,
-        sparse_combiner: str = "sum",
-    ) -> None:
-        self.kind, self.feature_columns, self.hidden_units = kind, list(feature_columns), list(hidden_units)
-        self.activation_fn, self.batch_norm, self.sparse_combiner = activation_fn, batch_norm, sparse_combiner
-        self.n_classes, self.label_dimension = n_classes, label_dimension
-
-    def why_not_native(self) -> str | None:
-        """Why this Estimator converts through its export only; None when it becomes native Keras layers."""
-        if self.kind not in _NATIVE_KINDS:
-            return f"a {self.kind} has no native Keras counterpart yet"
-        linear = self.kind in _LINEAR_KINDS
-        others = [column.name for column in self.feature_columns if not keras_columns.converts(column, linear)]
-        if others:
-            return f"these feature columns have no native Keras form here: {', '.join(others)}"
-        if self.batch_norm:
-            return "a DNN with batch_norm has no native Keras twin yet"
-        if not linear and self.activation_fn not in _ACTIVATIONS:
-            return f"the DNN's activation_fn {self.activation_fn!r} has no Keras activation of its own"
-        specs: dict[str, set] = {}
-        for column in self.feature_columns:
-            specs.setdefault(keras_columns.source(column).key, set()).add(keras_columns.input_spec(column))
-        clashing = sorted(key for key, seen in specs.items() if "/" in key or key in _OUTPUT_NAMES or len(seen) > 1)
-        if clashing:
-            return f"feature keys {clashing} cannot name one Keras input each (a '/', an output's name, two kinds)"
-        wide = [
-            column.name
-            for column in self.feature_columns
-            if keras_columns.kind(column) == "BucketizedColumn" and int(np.prod(column.source_column.shape)) > 1
-        ]
-        if linear and self.sparse_combiner != "sum" and wide:
-            return f"sparse_combiner='{self.sparse_combiner}' over the multi-valued bucketized columns {wide}"
-        return None
-
-    def native(self) -> bool:
-        return self.why_not_native() is None
-
-    @property
-    def _units(self) -> int:
-        if self.kind in _REGRESSORS:
-            return self.label_dimension or 1
-        return 1 if self.n_classes == 2 else int(self.n_classes or 2)
-
-    def build(self, reader: tf.train.CheckpointReader) -> keras.Model:
-        """The model as Keras 3 layers, with the checkpoint's weights: one Input per feature key."""
-        specs = {keras_columns.source(column).key: keras_columns.input_spec(column) for column in self.feature_columns}
-        inputs = {key: keras.Input(shape=shape, dtype=dtype, name=key) for key, (shape, dtype) in sorted(specs.items())}
-        logits = self._linear_logits(inputs, reader) if self.kind in _LINEAR_KINDS else self._dnn_logits(inputs, reader)
-        return keras.Model(inputs, self._head_outputs(logits), name=self.kind.lower())
-
-    def _dnn_logits(self, inputs: dict, reader: tf.train.CheckpointReader) -> Any:
-        """DenseFeatures' concatenation (the columns sorted by name, each its block of the first kernel's rows)
-        through the hidden layers and the logits."""
-        parts, rows, offset = [], [], 0
-        for column in sorted(self.feature_columns, key=lambda column: column.name):
-            table = None
-            if keras_columns.kind(column) == "EmbeddingColumn":
-                scope = tf_internals.column_scope_name(column.name)
-                table = reader.get_tensor(f"dnn/input_from_feature_columns/input_layer/{scope}/embedding_weights")
-            piece = keras_columns.part(column, inputs, table)
-            parts.append(piece.tensor)
-            rows += [None if row is None else offset + row for row in piece.rows]
-            offset += keras_columns.tf_width(column)
-        net = parts[0] if len(parts) == 1 else keras.layers.Concatenate()(parts)
-        activation = _ACTIVATIONS[self.activation_fn]
-        for index, units in enumerate(self.hidden_units):
-            scope = f"dnn/hiddenlayer_{index}"
-            kernel = reader.get_tensor(f"{scope}/kernel")
-            if index == 0:
-                kernel = keras_columns.weights_for(rows, kernel)
-            layer = keras.layers.Dense(units, activation=activation, name=f"hiddenlayer_{index}")
-            net = layer(net)
-            layer.set_weights([kernel, reader.get_tensor(f"{scope}/bias")])
-        return _dense_on(net, self._units, None, reader, "dnn/logits", "logits")
-
-    def _linear_logits(self, inputs: dict, reader: tf.train.CheckpointReader) -> Any:
-        """Every column's weighted sum (its values, buckets or categories times its weights), plus the bias,
-        which the first column's layer holds."""
-        terms = []
-        for index, column in enumerate(sorted(self.feature_columns, key=lambda column: column.name)):
-            piece = keras_columns.part(column, inputs)
-            weights = reader.get_tensor(f"linear/linear_model/{tf_internals.column_scope_name(column.name)}/weights")
-            layer = keras.layers.Dense(self._units, use_bias=index == 0, name=f"{column.name}_weights")
-            terms.append(layer(piece.tensor))
-            bias = [reader.get_tensor("linear/linear_model/bias_weights")] if index == 0 else []
-            layer.set_weights([keras_columns.weights_for(piece.rows, weights)] + bias)
-        return terms[0] if len(terms) == 1 else keras.layers.Add(name="weighted_sum")(terms)
-
-    def _head_outputs(self, logits: Any) -> dict:
-        if self.kind in _REGRESSORS:
-            return {"predictions": keras.layers.Identity(name="predictions")(logits)}
-        if self.n_classes == 2:
-            logistic = keras.layers.Activation("sigmoid", name="logistic")(logits)
-            probabilities = keras.layers.Concatenate(name="probabilities")([1 - logistic, logistic])
-            class_ids = keras.ops.cast(keras.ops.greater(logits, 0.0), "int64")
-            return {"logits": logits, "logistic": logistic, "probabilities": probabilities, "class_ids": class_ids}
-        probabilities = keras.layers.Softmax(name="probabilities")(logits)
-        class_ids = keras.ops.expand_dims(keras.ops.argmax(logits, axis=-1), -1)
-        return {"logits": logits, "probabilities": probabilities, "class_ids": class_ids}
+def newest_export(folder: str) -> str | None:
+    """`folder` if it is a SavedModel, else the newest export under it (`export/<name>/<timestamp>`, as
+    `train_and_evaluate`'s exporters and `export_saved_model(model_dir + '/export', ...)` wrote them)."""
+    if tf.saved_model.contains_saved_model(folder):
+        return folder
+    found = []
+    for root, folders, _ in os.walk(folder):
+        found += [os.path.join(root, name) for name in folders if name.isdigit()]
+    exports = [path for path in found if tf.saved_model.contains_saved_model(path)]
+    return max(exports, key=lambda path: (int(os.path.basename(path)), path)) if exports else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m compat.estimator.to_keras EXPORT_DIR OUT.keras`: an export as a saved Keras model."""
+    """`python -m compat.estimator.to_keras FOLDER OUT.keras`: an export (or a model folder's newest export)
+    as a saved Keras model. Exit 2 with one line, and nothing written, when it cannot convert."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2 or not args[1].endswith(".keras"):
         print(
-            "usage: python -m compat.estimator.to_keras EXPORT_DIR OUT.keras  (an Estimator's SavedModel "
-            "export; in Python, compat.estimator.to_keras(estimator) converts the Estimator itself)",
+            "usage: python -m compat.estimator.to_keras FOLDER OUT.keras  (an Estimator's SavedModel export, "
+            "or a model folder holding exports; in Python, compat.estimator.to_keras(estimator) converts the "
+            "Estimator itself, natively where it can)",
             file=sys.stderr,
         )
         return 2
-    export_dir, out = args
-    if not tf.saved_model.contains_saved_model(export_dir):
+    folder, out = args
+    export_dir = newest_export(folder) if os.path.isdir(folder) else None
+    if export_dir is None:
         print(
-            f"to_keras: {export_dir} holds no SavedModel: give an export folder (export/<name>/<timestamp>)",
+            f"to_keras: {folder} holds no SavedModel export; a model folder does not record its model's "
+            "architecture: export it first (estimator.export_saved_model) or convert the Estimator in Python "
+            "with compat.estimator.to_keras(estimator)",
             file=sys.stderr,
         )
         return 2
-    model = from_export(export_dir)
-    model.save(out)
+    try:
+        model = from_export(export_dir)
+    except ValueError as error:
+        print(f"to_keras: {error}", file=sys.stderr)
+        return 2
+    atomic.write_file(out, model.save)
     print(
-        f"{out}: the export's serving signature as a Keras model (inputs {sorted(model.input)}); it reads "
-        f"{export_dir}, so keep that folder. Load it after `import compat.estimator` with "
+        f"{out}: the export {export_dir}'s serving signature as a Keras model (inputs {sorted(model.input)}); "
+        "it reads that export, so keep the folder. Load it after `import compat.estimator` with "
         "keras.saving.load_model(path, safe_mode=False), as Keras asks for a layer over a SavedModel"
     )
     return 0

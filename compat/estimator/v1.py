@@ -21,7 +21,7 @@ from compat.estimator.canned import V1_CANNED, V1_EXPERIMENTAL
 
 # tf.estimator's only: the RNN estimators; our own: install/uninstall
 _NOT_IN_V1 = {"RNNClassifier", "RNNEstimator"}
-_OWN = {"install", "uninstall", "experimental", "to_keras"}
+_OWN = {"install", "uninstall", "experimental", "to_keras", "export_keras_saved_model"}
 
 globals().update({name: getattr(_v2, name) for name in _v2.__all__ if name not in _OWN})
 globals().update(V1_CANNED)

@@ -19,6 +19,7 @@ import tensorflow as tf
 from compat.estimator.canned import common, optimizers, v1_heads
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import RegressionHead, base_head
+from compat.estimator.keras_canned import CannedRecipe
 from compat.estimator.model_fn import ModeKeys
 
 # TF 2.15's learning rate for an optimizer named by a string
@@ -118,6 +119,9 @@ class BaselineClassifier(Estimator):
     ):
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(model_fn=_model_fn(head, optimizer, weight_column), model_dir=model_dir, config=config)
+        self._keras_recipe = CannedRecipe.of(
+            "BaselineClassifier", n_classes=n_classes, label_vocabulary=label_vocabulary, baseline=True
+        )
 
 
 class BaselineRegressor(Estimator):
@@ -137,6 +141,7 @@ class BaselineRegressor(Estimator):
         )
         # as TF 2.15: the weight column weighs the loss (the head), and is counted among the features' batch sizes
         super().__init__(model_fn=_model_fn(head, optimizer), model_dir=model_dir, config=config)
+        self._keras_recipe = CannedRecipe.of("BaselineRegressor", label_dimension=label_dimension, baseline=True)
 
 
 # -- the TF 1.x classes (tf.compat.v1.estimator.BaselineClassifier, ...) -------------------------------------------
@@ -210,6 +215,9 @@ class BaselineClassifierV1(Estimator):
     ):
         head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(model_fn=_model_fn_v1(head, optimizer, weight_column), model_dir=model_dir, config=config)
+        self._keras_recipe = CannedRecipe.of(
+            "BaselineClassifierV1", n_classes=n_classes, label_vocabulary=label_vocabulary, baseline=True
+        )
 
 
 class BaselineRegressorV1(Estimator):
@@ -229,6 +237,7 @@ class BaselineRegressorV1(Estimator):
         )
         # as TF 2.15: the weight column weighs the loss, and is counted among the features' batch sizes
         super().__init__(model_fn=_model_fn_v1(head, optimizer), model_dir=model_dir, config=config)
+        self._keras_recipe = CannedRecipe.of("BaselineRegressorV1", label_dimension=label_dimension, baseline=True)
 
 
 __all__ = [

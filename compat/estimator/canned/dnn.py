@@ -24,8 +24,8 @@ from compat.core import tf_internals
 from compat.estimator.canned import common, optimizers, v1_heads
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import RegressionHead
+from compat.estimator.keras_canned import CannedRecipe
 from compat.estimator.model_fn import ModeKeys
-from compat.estimator.to_keras import CannedRecipe
 
 # TF 2.15's batch normalization momentum: Keras' 0.99 diverged on some problems
 _BATCH_NORM_MOMENTUM = 0.999
@@ -250,12 +250,14 @@ class DNNClassifier(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe(
+        self._keras_recipe = CannedRecipe.of(
             "DNNClassifier",
-            feature_columns,
             n_classes=n_classes,
+            label_vocabulary=label_vocabulary,
+            dnn_columns=feature_columns,
             hidden_units=hidden_units,
             activation_fn=activation_fn,
+            dropout=dropout,
             batch_norm=batch_norm,
         )
 
@@ -287,12 +289,13 @@ class DNNRegressor(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe(
+        self._keras_recipe = CannedRecipe.of(
             "DNNRegressor",
-            feature_columns,
             label_dimension=label_dimension,
+            dnn_columns=feature_columns,
             hidden_units=hidden_units,
             activation_fn=activation_fn,
+            dropout=dropout,
             batch_norm=batch_norm,
         )
 
@@ -526,6 +529,16 @@ class DNNClassifierV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
+        self._keras_recipe = CannedRecipe.of(
+            "DNNClassifierV1",
+            n_classes=n_classes,
+            label_vocabulary=label_vocabulary,
+            dnn_columns=feature_columns,
+            hidden_units=hidden_units,
+            activation_fn=activation_fn,
+            dropout=dropout,
+            batch_norm=batch_norm,
+        )
 
 
 class DNNRegressorV1(Estimator):
@@ -564,6 +577,15 @@ class DNNRegressorV1(Estimator):
             model_dir=model_dir,
             config=config,
             warm_start_from=warm_start_from,
+        )
+        self._keras_recipe = CannedRecipe.of(
+            "DNNRegressorV1",
+            label_dimension=label_dimension,
+            dnn_columns=feature_columns,
+            hidden_units=hidden_units,
+            activation_fn=activation_fn,
+            dropout=dropout,
+            batch_norm=batch_norm,
         )
 
 

@@ -23,6 +23,7 @@ from compat.estimator.canned.dnn import dnn_logit_fn_builder_v1, dnn_logits_and_
 from compat.estimator.canned.linear import linear_logit_fn_builder_v1, linear_logits_and_variables
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import RegressionHead, base_head
+from compat.estimator.keras_canned import CannedRecipe
 from compat.estimator.model_fn import ModeKeys
 
 _DNN_LEARNING_RATE = 0.001
@@ -255,6 +256,18 @@ class DNNLinearCombinedClassifier(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
+        self._keras_recipe = CannedRecipe.of(
+            "DNNLinearCombinedClassifier",
+            n_classes=n_classes,
+            label_vocabulary=label_vocabulary,
+            dnn_columns=dnn_feature_columns,
+            hidden_units=dnn_hidden_units,
+            activation_fn=dnn_activation_fn,
+            dropout=dnn_dropout,
+            batch_norm=batch_norm,
+            linear_columns=linear_feature_columns,
+            sparse_combiner=linear_sparse_combiner,
+        )
 
 
 class DNNLinearCombinedRegressor(Estimator):
@@ -297,6 +310,17 @@ class DNNLinearCombinedRegressor(Estimator):
             model_dir=model_dir,
             config=config,
             warm_start_from=warm_start_from,
+        )
+        self._keras_recipe = CannedRecipe.of(
+            "DNNLinearCombinedRegressor",
+            label_dimension=label_dimension,
+            dnn_columns=dnn_feature_columns,
+            hidden_units=dnn_hidden_units,
+            activation_fn=dnn_activation_fn,
+            dropout=dnn_dropout,
+            batch_norm=batch_norm,
+            linear_columns=linear_feature_columns,
+            sparse_combiner=linear_sparse_combiner,
         )
 
 
@@ -515,6 +539,18 @@ class DNNLinearCombinedClassifierV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
+        self._keras_recipe = CannedRecipe.of(
+            "DNNLinearCombinedClassifierV1",
+            n_classes=n_classes,
+            label_vocabulary=label_vocabulary,
+            dnn_columns=dnn_feature_columns,
+            hidden_units=dnn_hidden_units,
+            activation_fn=dnn_activation_fn,
+            dropout=dnn_dropout,
+            batch_norm=batch_norm,
+            linear_columns=linear_feature_columns,
+            sparse_combiner=linear_sparse_combiner,
+        )
 
 
 class DNNLinearCombinedRegressorV1(Estimator):
@@ -560,6 +596,17 @@ class DNNLinearCombinedRegressorV1(Estimator):
             model_dir=model_dir,
             config=config,
             warm_start_from=warm_start_from,
+        )
+        self._keras_recipe = CannedRecipe.of(
+            "DNNLinearCombinedRegressorV1",
+            label_dimension=label_dimension,
+            dnn_columns=dnn_feature_columns,
+            hidden_units=dnn_hidden_units,
+            activation_fn=dnn_activation_fn,
+            dropout=dnn_dropout,
+            batch_norm=batch_norm,
+            linear_columns=linear_feature_columns,
+            sparse_combiner=linear_sparse_combiner,
         )
 
 

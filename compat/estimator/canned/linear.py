@@ -26,8 +26,8 @@ from compat.estimator.canned import common, optimizers, v1_heads
 from compat.estimator.canned.linear_sdca import LinearSDCA, UpdateWeightsHook
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import BinaryClassHead, RegressionHead
+from compat.estimator.keras_canned import CannedRecipe
 from compat.estimator.model_fn import ModeKeys
-from compat.estimator.to_keras import CannedRecipe
 
 # TF 2.15's learning rate for an optimizer named by a string
 _LEARNING_RATE = 0.2
@@ -351,8 +351,12 @@ class LinearClassifier(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe(
-            "LinearClassifier", feature_columns, n_classes=n_classes, sparse_combiner=sparse_combiner
+        self._keras_recipe = CannedRecipe.of(
+            "LinearClassifier",
+            n_classes=n_classes,
+            label_vocabulary=label_vocabulary,
+            linear_columns=feature_columns,
+            sparse_combiner=sparse_combiner,
         )
 
 
@@ -381,8 +385,11 @@ class LinearRegressor(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe(
-            "LinearRegressor", feature_columns, label_dimension=label_dimension, sparse_combiner=sparse_combiner
+        self._keras_recipe = CannedRecipe.of(
+            "LinearRegressor",
+            label_dimension=label_dimension,
+            linear_columns=feature_columns,
+            sparse_combiner=sparse_combiner,
         )
 
 
@@ -541,6 +548,13 @@ class LinearClassifierV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
+        self._keras_recipe = CannedRecipe.of(
+            "LinearClassifierV1",
+            n_classes=n_classes,
+            label_vocabulary=label_vocabulary,
+            linear_columns=feature_columns,
+            sparse_combiner=sparse_combiner,
+        )
 
 
 class LinearRegressorV1(Estimator):
@@ -569,6 +583,12 @@ class LinearRegressorV1(Estimator):
             model_dir=model_dir,
             config=config,
             warm_start_from=warm_start_from,
+        )
+        self._keras_recipe = CannedRecipe.of(
+            "LinearRegressorV1",
+            label_dimension=label_dimension,
+            linear_columns=feature_columns,
+            sparse_combiner=sparse_combiner,
         )
 
 
