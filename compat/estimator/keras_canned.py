@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from compat.core import tf_internals
+from compat.core.errors import UserError
 from compat.estimator import keras_columns
 
 # The activations a native DNN can name in Keras: TensorFlow's functions, by identity (a function that only
@@ -43,6 +44,10 @@ _ACTIVATIONS = {
 _OUTPUT_NAMES = {"logits", "logistic", "probabilities", "class_ids", "predictions", "weighted_sum", "batch"}
 _BATCH_NORM = {"momentum": 0.999, "epsilon": 0.001}  # the canned DNN's batch normalization (tf_keras' epsilon)
 _EMBEDDINGS = "dnn/input_from_feature_columns/input_layer/{scope}/embedding_weights"
+
+
+class ConversionError(UserError, ValueError):
+    """A trained Estimator, folder or export that `to_keras` (or its export) cannot convert, and why."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,6 +22,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from compat.core import atomic
+from compat.estimator.keras_canned import ConversionError
 
 _CLASSIFY = "tensorflow/serving/classify"
 _REGRESS = "tensorflow/serving/regress"
@@ -100,13 +101,13 @@ def export_saved_model(model: keras.Model, export_dir_base: str, *, like: str, e
       The new export's folder, written whole or not at all.
 
     Raises:
-      ValueError: the model is not a native conversion, `like` holds no SavedModel, or the export parses
-        tf.Examples and no Estimator with feature columns was given.
+      ConversionError (a ValueError): the model is not a native conversion, `like` holds no SavedModel,
+        or the export parses tf.Examples and no Estimator with feature columns was given.
     """
     if not tf.saved_model.contains_saved_model(like):
-        raise ValueError(f"{like} holds no SavedModel: give the Estimator's export folder (export/<name>/<timestamp>)")
+        raise ConversionError(f"{like} holds no SavedModel: give the Estimator's export (export/<name>/<timestamp>)")
     if not isinstance(model.output, dict):
-        raise ValueError("export_saved_model takes a model to_keras built natively (its outputs by name)")
+        raise ConversionError("export_saved_model takes a model to_keras built natively (its outputs by name)")
     recipe = getattr(estimator, "_keras_recipe", None)
     columns = (recipe.dnn_columns + recipe.linear_columns) if recipe is not None else ()
     parse_spec = tf.feature_column.make_parse_example_spec(columns) if columns else None
@@ -136,10 +137,10 @@ def _serving_function(
     baseline = list(model.input) == ["batch"]  # a Baseline's model reads only how many examples come
     examples = len(keys) == 1 and inputs[keys[0]].dtype == tf.string and keys[0] not in model.input
     if examples and parse_spec is None and not baseline:
-        raise ValueError(f"signature '{name}' parses tf.Examples: pass estimator= (its feature columns)")
+        raise ConversionError(f"signature '{name}' parses tf.Examples: pass estimator= (its feature columns)")
     missing = [key for key in model.input if not (examples or baseline) and key not in inputs]
     if missing:
-        raise ValueError(f"signature '{name}' gives no {missing}, which the Keras model reads")
+        raise ConversionError(f"signature '{name}' gives no {missing}, which the Keras model reads")
     vocabulary = recipe.label_vocabulary if recipe is not None else None
 
     @tf.function(input_signature=[inputs[key] for key in keys])
@@ -154,7 +155,7 @@ def _serving_function(
         everything = _outputs(model(features, training=False), method, vocabulary)
         unknown = sorted(set(outputs) - set(everything))
         if unknown:
-            raise ValueError(f"signature '{name}' gives {unknown}, which the Keras model does not compute")
+            raise ConversionError(f"signature '{name}' gives {unknown}, which the Keras model does not compute")
         return {key: everything[key] for key in outputs}
 
     return serve.get_concrete_function()

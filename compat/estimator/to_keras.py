@@ -1,23 +1,21 @@
 """From Estimator to Keras 3: a trained Estimator as a Keras model that predicts what it predicted.
 
-    model = compat.estimator.to_keras(estimator)                     # model_to_estimator, DNN, Linear
+    model = compat.estimator.to_keras(estimator)                     # model_to_estimator, canned
     model = compat.estimator.to_keras(estimator, serving_input_receiver_fn=receiver)   # any Estimator
-    python -m compat.estimator.to_keras EXPORT_DIR OUT.keras         # an export, as a Keras model
+    python -m compat.estimator.to_keras FOLDER OUT.keras             # an export, as a Keras model
 
 What each kind of Estimator becomes, with the weights of its newest checkpoint (or `checkpoint_path`):
 
 - `model_to_estimator`'s: the original Keras model (a new copy, compiled as it was) with the trained
   weights. A model folder alone does not record the architecture: pass `keras_model=` (the
   architecture, e.g. the function that built it) with the folder, TF 2.15's folders included.
-- `DNNClassifier`, `DNNRegressor` (without batch norm), `LinearClassifier` and `LinearRegressor` over the
-  feature columns `keras_columns` converts (numeric, bucketized, and single-valued vocabulary-list,
-  identity and hash-bucket columns, as indicator or embedding columns in a DNN): a native Keras 3 model
-  (one `Input` per feature key, Keras preprocessing layers (StringLookup, IntegerLookup, Hashing,
-  Discretization, CategoryEncoding, Embedding) and Dense layers holding the checkpoint's weights, and the
-  head's outputs as a dict: `logits`, `probabilities`, `class_ids`, plus `logistic` for two classes;
-  `predictions` for a regressor). No TensorFlow graph code is inside: it saves as `.keras`, loads with
-  `keras.saving.load_model`, and trains on with `fit` (compile it first). The string `classes` outputs are
-  left out (Keras models compute numbers); `class_ids` index the label vocabulary.
+- The canned DNN, Linear, DNNLinearCombined and Baseline classifiers and regressors (TF2's and
+  tf.compat.v1's) over the feature columns `keras_columns` converts: a native Keras 3 model built by
+  `keras_canned.CannedRecipe` (one `Input` per feature key, Keras preprocessing and Dense layers holding
+  the checkpoint's weights, the head's outputs as a dict). No TensorFlow graph code is inside: it saves
+  as `.keras`, loads with `keras.saving.load_model`, and trains on with `fit` (compile it first). The
+  string `classes` outputs are left out (Keras models compute numbers); `class_ids` index the label
+  vocabulary, and `keras_serving.export_saved_model` puts the strings back in a serving export.
 - Any other Estimator (a custom model_fn, other canned Estimators, other feature columns): its
   SavedModel export, written with `serving_input_receiver_fn`, wrapped in `keras.layers.TFSMLayer`:
   inference with the export's serving signature (the same input and output keys, so serving clients
@@ -25,7 +23,7 @@ What each kind of Estimator becomes, with the weights of its newest checkpoint (
   Saved as `.keras`, it still reads the export folder, and loads after `import compat.estimator`
   with `keras.saving.load_model(path, safe_mode=False)` (Keras asks for that for SavedModel layers).
 
-Raises ValueError naming what is missing when a conversion cannot be made.
+Raises ConversionError (a ValueError) naming what is missing when a conversion cannot be made.
 """
 
 from __future__ import annotations
@@ -40,6 +38,7 @@ import keras
 import tensorflow as tf
 
 from compat.core import atomic
+from compat.estimator.keras_canned import ConversionError
 
 
 def to_keras(
@@ -63,17 +62,18 @@ def to_keras(
         temporary folder, logged); the model reads it as long as it is used, so keep it.
 
     Raises:
-      ValueError: a folder without `keras_model`, or an Estimator that needs a receiver and got none.
+      ConversionError (a ValueError): a folder without `keras_model`, or an Estimator that needs a
+        receiver and got none.
     """
     from compat.estimator.keras_engine import KerasEstimator, model_to_estimator
 
     if isinstance(estimator, str | os.PathLike):
         if tf.train.latest_checkpoint(os.fspath(estimator)) is None:
-            raise ValueError(
+            raise ConversionError(
                 f"{os.fspath(estimator)} holds no checkpoint: give the model folder of a trained Estimator"
             )
         if keras_model is None:
-            raise ValueError(
+            raise ConversionError(
                 f"{os.fspath(estimator)}: a model folder does not record its model's architecture: pass "
                 "keras_model= (the compiled Keras model the folder was trained from), or the Estimator itself"
             )
@@ -86,7 +86,7 @@ def to_keras(
     if serving_input_receiver_fn is None:
         kind = type(estimator).__name__
         reason = recipe.why_not_native() if recipe is not None else f"a {kind} has no native Keras counterpart"
-        raise ValueError(
+        raise ConversionError(
             f"{reason}: pass serving_input_receiver_fn= (as for export_saved_model) to convert its export, "
             "which keeps the serving signature"
         )
@@ -103,7 +103,7 @@ def from_export(export_dir: str, signature: str = "serving_default") -> keras.Mo
     as the signature names them) and output keys. Inference only (TFSMLayer), the export itself must stay."""
     loaded = tf.saved_model.load(export_dir)
     if signature not in loaded.signatures:
-        raise ValueError(f"{export_dir} has no signature '{signature}'; it has {sorted(loaded.signatures)}")
+        raise ConversionError(f"{export_dir} has no signature '{signature}'; it has {sorted(loaded.signatures)}")
     specs = loaded.signatures[signature].structured_input_signature[1]
     inputs = {name: keras.Input(shape=spec.shape[1:], dtype=spec.dtype.name, name=name) for name, spec in specs.items()}
     layer = ExportSignature(export_dir, call_endpoint=signature)
@@ -123,7 +123,7 @@ class ExportSignature(keras.layers.TFSMLayer):
 def _reader(estimator: Any, checkpoint_path: str | None) -> tf.train.CheckpointReader:
     path = checkpoint_path or estimator.latest_checkpoint()
     if path is None:
-        raise ValueError(f"{estimator.model_dir} holds no checkpoint: train the Estimator first")
+        raise ConversionError(f"{estimator.model_dir} holds no checkpoint: train the Estimator first")
     return tf.train.load_checkpoint(path)
 
 
