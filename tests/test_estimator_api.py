@@ -309,3 +309,50 @@ def test_the_builders_input_fn_leaves_the_copy_to_the_engine_and_a_strategy_gets
     assert type(keras_mode).__name__ == copied
     assert type(engine_input).__name__ == type(strategy_input).__name__ == on_the_host
     assert [labels.numpy().tolist() for _, labels in keras_mode] == [labels.numpy().tolist() for _, labels in engine_input]
+
+
+def _loaded(tmp_path, code: str) -> set[str]:
+    """The modules a fresh process has loaded when `code` ends (its `sys.modules`, written at exit)."""
+    out = tmp_path / "modules.json"
+    prologue = f"import atexit, json, sys; atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(list(sys.modules))))\n"
+    result = subprocess.run([sys.executable, "-c", prologue + code], capture_output=True, text=True, cwd=REPO,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return set(json.loads(out.read_text()))
+
+
+def _command(module: str, *args: str) -> str:
+    """`python -m module args...` as code for `_loaded`."""
+    return (f"import runpy; sys.argv = {[module, *args]!r}; "
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+
+
+def test_a_program_loads_only_the_parts_of_the_package_it_uses(tmp_path):
+    """The check and the cache listing need no TensorFlow; a model_fn of TF ops needs no Keras 2 (tf_keras);
+    a canned estimator loads it. Every public name still resolves (the lazy table agrees with the modules)."""
+    source = tmp_path / "legacy.py"
+    source.write_text("import tensorflow as tf\nest = tf.estimator.DNNClassifier([4], [])\n")
+    check = _loaded(tmp_path, _command("compat.estimator.check", str(source)))
+    # `tensorflow.python`: TensorFlow loaded (a lazy `tensorflow` entry in sys.modules is not loaded)
+    assert "compat.estimator.compatibility" in check and "tensorflow.python" not in check
+    listing = _loaded(tmp_path, _command("compat.data.cache", "--cache_dir", str(tmp_path), "list"))
+    assert "compat.data.sources" in listing and "tensorflow.python" not in listing
+    model_fn_program = (
+        "import tensorflow as tf, compat.estimator as estimator\n"
+        "def model_fn(features, labels, mode):\n"
+        "    w = tf.compat.v1.get_variable('w', [3, 1])\n"
+        "    loss = tf.reduce_mean(tf.square(tf.matmul(features['x'], w) - labels))\n"
+        "    step = tf.compat.v1.train.get_global_step()\n"
+        "    return estimator.EstimatorSpec(mode, loss=loss, predictions={'y': tf.matmul(features['x'], w)},\n"
+        "        train_op=tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss, step))\n"
+        "data = lambda: tf.data.Dataset.from_tensors(({'x': tf.ones([4, 3])}, tf.ones([4, 1]))).repeat()\n"
+        "estimator.Estimator(model_fn, config=estimator.RunConfig(model_dir=%r)).train(data, steps=2)\n"
+    ) % str(tmp_path / "model_fn")
+    model_fn_run = _loaded(tmp_path, model_fn_program)
+    assert "compat.estimator.estimator" in model_fn_run and "tf_keras" not in model_fn_run
+    canned = _loaded(tmp_path, "import compat.estimator as estimator; estimator.DNNClassifier([4], [])")
+    assert "tf_keras" in canned  # the measurement sees it where it is loaded
+    names = _loaded(tmp_path, "import compat.estimator as e, compat.estimator.v1 as v1; "
+                      "[getattr(e, n) for n in e.__all__]; [getattr(v1, n) for n in v1.__all__]; "
+                      "[getattr(e.experimental, n) for n in vars(e.experimental)]")
+    assert "compat.estimator.canned.rnn" in names

@@ -47,14 +47,22 @@ import shutil
 import time
 import zlib
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-import tensorflow as tf
+import lazy_loader
 from absl import logging
 
 from compat.config import default_cache_dir
 from compat.core import atomic
 from compat.core.errors import UserError
 from compat.data.sources import FileTable
+
+# TensorFlow loads when a dataset is first made here, not on import: `python -m compat.data.cache list` and
+# `remove` manage folders and need none of it.
+if TYPE_CHECKING:
+    import tensorflow as tf
+else:
+    tf = lazy_loader.load("tensorflow")
 
 FORMAT_VERSION = 4  # 2: elements are chunks of examples; 3: in segment files; 4: with checksums
 
@@ -226,8 +234,9 @@ def _then_call(dataset: tf.data.Dataset, callback: Callable[[], None]) -> tf.dat
     return dataset.concatenate(marker.map(_plain(lambda element, keep: element)))
 
 
-# Dataset functions here are plain TF ops: traced without AutoGraph, which halves their tracing time.
-_plain = tf.autograph.experimental.do_not_convert
+def _plain(function: Callable) -> Callable:
+    """Dataset functions here are plain TF ops: traced without AutoGraph, which halves their tracing time."""
+    return tf.autograph.experimental.do_not_convert(function)
 
 
 def _zeros(element_spec, rows: int | tf.Tensor = 0):

@@ -12,6 +12,11 @@ Two engines serve the constructors:
     eagerly, many steps per compiled call, object-based checkpoints.
 Both share RunConfig, TrainSpec/EvalSpec, train_and_evaluate and the exporters.
 See the README for the differences from TF 2.15, each on purpose.
+
+Names load when first used (PEP 562, `lazy_loader`): `import compat.estimator` costs nothing, the graph
+engine loads TensorFlow with the first Estimator name a program reaches, and Keras 2 (`tf_keras`, about a
+third of a second) loads only with what is built from it (the canned estimators and heads, tf.compat.v1
+layers). The migration check runs without TensorFlow.
 """
 
 from __future__ import annotations
@@ -20,81 +25,20 @@ import sys
 import types
 from typing import Any
 
-from compat.core import tf_internals
-from compat.estimator import early_stopping, export, inputs, tpu
-from compat.estimator.canned import *  # noqa: F401,F403  (the canned estimators: canned/__init__.py's __all__)
-from compat.estimator.canned import EXPERIMENTAL as _CANNED_EXPERIMENTAL
-from compat.estimator.canned import __all__ as _CANNED
-from compat.estimator.canned.dnn import dnn_logit_fn_builder
-from compat.estimator.canned.linear import linear_logit_fn_builder
-from compat.estimator.estimator import Estimator
-from compat.estimator.export.export import build_raw_supervised_input_receiver_fn
-from compat.estimator.exporter import BestExporter, Exporter, FinalExporter, LatestExporter
-from compat.estimator.extenders import add_metrics
-from compat.estimator.head import *  # noqa: F401,F403  (the heads: compat/estimator/head/__init__.py's __all__)
-from compat.estimator.head import __all__ as _HEADS
-from compat.estimator.hooks import (
-    CheckpointSaverHook,
-    FeedFnHook,
-    FinalOpsHook,
-    GlobalStepWaiterHook,
-    LoggingTensorHook,
-    NanLossDuringTrainingError,
-    NanTensorHook,
-    ProfilerHook,
-    SecondOrStepTimer,
-    SessionRunArgs,
-    SessionRunContext,
-    SessionRunHook,
-    SessionRunValues,
-    StepCounterHook,
-    StopAtStepHook,
-    SummarySaverHook,
-)
-from compat.estimator.hooks.hooks import InMemoryEvaluatorHook, make_stop_at_checkpoint_step_hook
-from compat.estimator.keras_engine import model_to_estimator
-from compat.estimator.keras_serving import export_saved_model as export_keras_saved_model
-from compat.estimator.model_fn import EstimatorSpec, ModeKeys, call_logit_fn
-from compat.estimator.run_config import RunConfig
-from compat.estimator.to_keras import to_keras
-from compat.estimator.training import CheckpointSaverListener, EvalSpec, TrainSpec, train_and_evaluate
-from compat.estimator.warm_starting import VocabInfo, WarmStartSettings
+import lazy_loader
 
-# tf.estimator.experimental
-experimental = types.SimpleNamespace(
-    InMemoryEvaluatorHook=InMemoryEvaluatorHook,
-    build_raw_supervised_input_receiver_fn=build_raw_supervised_input_receiver_fn,
-    call_logit_fn=call_logit_fn,
-    dnn_logit_fn_builder=dnn_logit_fn_builder,
-    linear_logit_fn_builder=linear_logit_fn_builder,
-    make_early_stopping_hook=early_stopping.make_early_stopping_hook,
-    make_stop_at_checkpoint_step_hook=make_stop_at_checkpoint_step_hook,
-    stop_if_higher_hook=early_stopping.stop_if_higher_hook,
-    stop_if_lower_hook=early_stopping.stop_if_lower_hook,
-    stop_if_no_decrease_hook=early_stopping.stop_if_no_decrease_hook,
-    stop_if_no_increase_hook=early_stopping.stop_if_no_increase_hook,
-    **_CANNED_EXPERIMENTAL,  # LinearSDCA, RNNClassifier, RNNEstimator
-)
-
-__all__ = [
-    "BestExporter",
+# Where each public name lives, loaded on first use. tests/test_estimator_api.py checks that every name of
+# TF 2.15's tf.estimator resolves, and that this table agrees with the modules.
+_HOOKS = [
     "CheckpointSaverHook",
     "CheckpointSaverListener",
-    "Estimator",
-    "EstimatorSpec",
-    "EvalSpec",
-    "Exporter",
     "FeedFnHook",
-    "FinalExporter",
     "FinalOpsHook",
     "GlobalStepWaiterHook",
-    "LatestExporter",
     "LoggingTensorHook",
-    "ModeKeys",
     "NanLossDuringTrainingError",
     "NanTensorHook",
     "ProfilerHook",
-    "RunConfig",
     "SecondOrStepTimer",
     "SessionRunArgs",
     "SessionRunContext",
@@ -103,23 +47,98 @@ __all__ = [
     "StepCounterHook",
     "StopAtStepHook",
     "SummarySaverHook",
-    "TrainSpec",
-    "VocabInfo",
-    "WarmStartSettings",
-    "add_metrics",
-    "experimental",
-    "export",
-    "inputs",
-    "install",
-    "model_to_estimator",
-    "to_keras",
-    "export_keras_saved_model",
-    "tpu",
-    "train_and_evaluate",
-    "uninstall",
-    *_CANNED,
-    *_HEADS,
 ]
+_CANNED = {
+    "canned.baseline": ["BaselineClassifier", "BaselineEstimator", "BaselineRegressor"],
+    "canned.dnn": ["DNNClassifier", "DNNEstimator", "DNNRegressor"],
+    "canned.dnn_linear_combined": [
+        "DNNLinearCombinedClassifier",
+        "DNNLinearCombinedEstimator",
+        "DNNLinearCombinedRegressor",
+    ],
+    "canned.linear": ["LinearClassifier", "LinearEstimator", "LinearRegressor"],
+    "canned.parsing_utils": ["classifier_parse_example_spec", "regressor_parse_example_spec"],
+}
+_HEADS = {
+    "head.base_head": ["Head"],
+    "head.binary_class_head": ["BinaryClassHead"],
+    "head.multi_class_head": ["MultiClassHead"],
+    "head.multi_head": ["MultiHead"],
+    "head.multi_label_head": ["MultiLabelHead"],
+    "head.regression_head": ["LogisticRegressionHead", "PoissonRegressionHead", "RegressionHead"],
+}
+_lazy_getattr, _, _LAZY_NAMES = lazy_loader.attach(
+    __name__,
+    submodules=["export", "inputs", "tpu"],
+    submod_attrs={
+        "estimator": ["Estimator"],
+        "exporter": ["BestExporter", "Exporter", "FinalExporter", "LatestExporter"],
+        "extenders": ["add_metrics"],
+        "hooks": _HOOKS,
+        "keras_engine": ["model_to_estimator"],
+        "keras_serving": ["export_keras_saved_model"],
+        "model_fn": ["EstimatorSpec", "ModeKeys"],
+        "run_config": ["RunConfig"],
+        "to_keras": ["to_keras"],
+        "training": ["EvalSpec", "TrainSpec", "train_and_evaluate"],
+        "warm_starting": ["VocabInfo", "WarmStartSettings"],
+        **_CANNED,
+        **_HEADS,
+    },
+)
+
+__all__ = sorted({*_LAZY_NAMES, "experimental", "install", "uninstall"})
+
+
+def _experimental() -> types.SimpleNamespace:
+    """tf.estimator.experimental, built when first used (it holds names from most of the package)."""
+    from compat.estimator import early_stopping
+    from compat.estimator.canned import EXPERIMENTAL
+    from compat.estimator.canned.dnn import dnn_logit_fn_builder
+    from compat.estimator.canned.linear import linear_logit_fn_builder
+    from compat.estimator.export.export import build_raw_supervised_input_receiver_fn
+    from compat.estimator.hooks.hooks import InMemoryEvaluatorHook, make_stop_at_checkpoint_step_hook
+    from compat.estimator.model_fn import call_logit_fn
+
+    return types.SimpleNamespace(
+        InMemoryEvaluatorHook=InMemoryEvaluatorHook,
+        build_raw_supervised_input_receiver_fn=build_raw_supervised_input_receiver_fn,
+        call_logit_fn=call_logit_fn,
+        dnn_logit_fn_builder=dnn_logit_fn_builder,
+        linear_logit_fn_builder=linear_logit_fn_builder,
+        make_early_stopping_hook=early_stopping.make_early_stopping_hook,
+        make_stop_at_checkpoint_step_hook=make_stop_at_checkpoint_step_hook,
+        stop_if_higher_hook=early_stopping.stop_if_higher_hook,
+        stop_if_lower_hook=early_stopping.stop_if_lower_hook,
+        stop_if_no_decrease_hook=early_stopping.stop_if_no_decrease_hook,
+        stop_if_no_increase_hook=early_stopping.stop_if_no_increase_hook,
+        **EXPERIMENTAL,  # LinearSDCA, RNNClassifier, RNNEstimator
+    )
+
+
+_prepared = False
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, loaded when first used and then kept as an attribute of this module.
+
+    The first one also makes tf.compat.v1.layers work (compat/core/tf_internals.py), as importing this
+    package did before its names loaded lazily: model_fns are built from them.
+    """
+    global _prepared
+    if not _prepared and name in __all__:
+        from compat.core import tf_internals
+
+        tf_internals.install()
+        _prepared = True
+    value = _experimental() if name == "experimental" else _lazy_getattr(name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 _MISSING = object()
 _replaced: list[tuple[object, str, object]] = []  # (owner, attribute, previous value) set by install()
@@ -135,6 +154,9 @@ def install() -> None:
     `uninstall()` puts TensorFlow's own attributes back. Calling it twice is harmless.
     """
     import tensorflow as tf
+
+    from compat.core import tf_internals
+    from compat.estimator.keras_engine import model_to_estimator
 
     tf_internals.install()
     if _replaced:
@@ -197,9 +219,6 @@ def uninstall() -> None:
             delattr(owner, name)
         else:
             setattr(owner, name, previous)
+    from compat.core import tf_internals
+
     tf_internals.uninstall()
-
-
-# Importing compat.estimator (the one changed import of a legacy program) makes tf.compat.v1.layers work:
-# model_fns are built from them.
-tf_internals.install()

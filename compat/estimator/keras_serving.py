@@ -3,7 +3,7 @@
 Serving clients of an Estimator call its SavedModel by signature name (`serving_default`,
 `classification`, `regression`, `predict`), method (TF Serving's Classify, Regress, Predict APIs), input
 keys (`inputs`/`examples` for serialized tf.Examples, or the raw feature keys) and output keys. After
-`to_keras`, a team exports the Keras model with `export_saved_model(model, base, like=estimator_export,
+`to_keras`, a team exports the Keras model with `export_keras_saved_model(model, base, like=estimator_export,
 estimator=estimator)`, and the new export answers the same calls: each signature of the Estimator's
 export is rebuilt over the Keras model, taking the same inputs (parsing tf.Examples with the
 Estimator's feature columns' parse spec where the export did) and giving the same outputs, with the same
@@ -87,7 +87,7 @@ def _outputs(predicted: dict, method: str, label_vocabulary: Any) -> dict:
     }
 
 
-def export_saved_model(model: keras.Model, export_dir_base: str, *, like: str, estimator: Any = None) -> str:
+def export_keras_saved_model(model: keras.Model, export_dir_base: str, *, like: str, estimator: Any = None) -> str:
     """Exports `model` (from `to_keras`) with the signatures of the Estimator export `like`.
 
     Args:

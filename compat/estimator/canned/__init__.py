@@ -8,44 +8,49 @@ in the mappings below, for the namespaces they belong to: `V1_CANNED`
 (tf.estimator.experimental).
 """
 
-from compat.estimator.canned.baseline import (
-    BaselineClassifier,
-    BaselineClassifierV1,
-    BaselineEstimator,
-    BaselineEstimatorV1,
-    BaselineRegressor,
-    BaselineRegressorV1,
+from __future__ import annotations
+
+from typing import Any
+
+import lazy_loader
+
+_V1 = [  # the TF 1.x classes, `<Name>V1` here, `tf.compat.v1.estimator.<Name>` there
+    "BaselineClassifier",
+    "BaselineEstimator",
+    "BaselineRegressor",
+    "DNNClassifier",
+    "DNNEstimator",
+    "DNNRegressor",
+    "DNNLinearCombinedClassifier",
+    "DNNLinearCombinedEstimator",
+    "DNNLinearCombinedRegressor",
+    "LinearClassifier",
+    "LinearEstimator",
+    "LinearRegressor",
+]
+# Each class loads with its own module when first used: a program pays for the estimators it uses.
+_lazy_getattr, _, _ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "baseline": [name for name in _V1 if name.startswith("Baseline")],
+        "dnn": [name for name in _V1 if name.startswith("DNN") and "Linear" not in name],
+        "dnn_linear_combined": [name for name in _V1 if name.startswith("DNNLinear")],
+        "linear": [name for name in _V1 if name.startswith("Linear")],
+        "kmeans": ["KMeans"],
+        "linear_sdca": ["LinearSDCA"],
+        "parsing_utils": ["classifier_parse_example_spec", "regressor_parse_example_spec"],
+        "rnn": ["RNNClassifier", "RNNEstimator"],
+    }
+    | {
+        module: [f"{name}V1" for name in _V1 if name.startswith(prefix) and (prefix != "DNN" or "Linear" not in name)]
+        for module, prefix in (
+            ("baseline", "Baseline"),
+            ("dnn", "DNN"),
+            ("dnn_linear_combined", "DNNLinear"),
+            ("linear", "Linear"),
+        )
+    },
 )
-from compat.estimator.canned.dnn import (
-    DNNClassifier,
-    DNNClassifierV1,
-    DNNEstimator,
-    DNNEstimatorV1,
-    DNNRegressor,
-    DNNRegressorV1,
-    dnn_logit_fn_builder_v1,
-)
-from compat.estimator.canned.dnn_linear_combined import (
-    DNNLinearCombinedClassifier,
-    DNNLinearCombinedClassifierV1,
-    DNNLinearCombinedEstimator,
-    DNNLinearCombinedEstimatorV1,
-    DNNLinearCombinedRegressor,
-    DNNLinearCombinedRegressorV1,
-)
-from compat.estimator.canned.kmeans import KMeans
-from compat.estimator.canned.linear import (
-    LinearClassifier,
-    LinearClassifierV1,
-    LinearEstimator,
-    LinearEstimatorV1,
-    LinearRegressor,
-    LinearRegressorV1,
-    linear_logit_fn_builder_v1,
-)
-from compat.estimator.canned.linear_sdca import LinearSDCA
-from compat.estimator.canned.parsing_utils import classifier_parse_example_spec, regressor_parse_example_spec
-from compat.estimator.canned.rnn import RNNClassifier, RNNEstimator
 
 __all__ = [
     "BaselineClassifier",
@@ -64,32 +69,30 @@ __all__ = [
     "regressor_parse_example_spec",
 ]
 
-# tf.compat.v1.estimator.<name>: TF 1.x's canned classes (tf.compat.v1.train optimizers, SUM loss reduction, TF 1.x
-# feature columns and variable names) under the names TF 2.15 gave them there
-V1_CANNED = {
-    "BaselineClassifier": BaselineClassifierV1,
-    "BaselineEstimator": BaselineEstimatorV1,
-    "BaselineRegressor": BaselineRegressorV1,
-    "DNNClassifier": DNNClassifierV1,
-    "DNNEstimator": DNNEstimatorV1,
-    "DNNRegressor": DNNRegressorV1,
-    "DNNLinearCombinedClassifier": DNNLinearCombinedClassifierV1,
-    "DNNLinearCombinedEstimator": DNNLinearCombinedEstimatorV1,
-    "DNNLinearCombinedRegressor": DNNLinearCombinedRegressorV1,
-    "LinearClassifier": LinearClassifierV1,
-    "LinearEstimator": LinearEstimatorV1,
-    "LinearRegressor": LinearRegressorV1,
-}
-V1_NAMES = tuple(cls.__name__ for cls in V1_CANNED.values())  # ("BaselineClassifierV1", ...), in this package
 
-# tf.compat.v1.estimator.experimental.<name> (beside the names it shares with tf.estimator.experimental); the logit
-# fn builders are TF 1.x's (tf.compat.v1.layers, TF 1.x feature columns, partitioners)
-V1_EXPERIMENTAL = {
-    "KMeans": KMeans,
-    "LinearSDCA": LinearSDCA,
-    "dnn_logit_fn_builder": dnn_logit_fn_builder_v1,
-    "linear_logit_fn_builder": linear_logit_fn_builder_v1,
-}
+def _mapping(name: str) -> dict:
+    """The namespaces' tables, built from the classes when first asked for."""
+    if name == "V1_CANNED":
+        # tf.compat.v1.estimator.<name>: TF 1.x's canned classes (tf.compat.v1.train optimizers, SUM loss
+        # reduction, TF 1.x feature columns and variable names) under the names TF 2.15 gave them there
+        return {base: _lazy_getattr(f"{base}V1") for base in _V1}
+    if name == "V1_EXPERIMENTAL":
+        # tf.compat.v1.estimator.experimental.<name> (beside the names it shares with tf.estimator.experimental);
+        # the logit fn builders are TF 1.x's (tf.compat.v1.layers, TF 1.x feature columns, partitioners)
+        from compat.estimator.canned.dnn import dnn_logit_fn_builder_v1
+        from compat.estimator.canned.linear import linear_logit_fn_builder_v1
 
-# tf.estimator.experimental.<name>
-EXPERIMENTAL = {"LinearSDCA": LinearSDCA, "RNNClassifier": RNNClassifier, "RNNEstimator": RNNEstimator}
+        return {
+            "KMeans": _lazy_getattr("KMeans"),
+            "LinearSDCA": _lazy_getattr("LinearSDCA"),
+            "dnn_logit_fn_builder": dnn_logit_fn_builder_v1,
+            "linear_logit_fn_builder": linear_logit_fn_builder_v1,
+        }
+    # tf.estimator.experimental.<name>
+    return {name: _lazy_getattr(name) for name in ("LinearSDCA", "RNNClassifier", "RNNEstimator")}
+
+
+def __getattr__(name: str) -> Any:
+    value = _mapping(name) if name in ("V1_CANNED", "V1_EXPERIMENTAL", "EXPERIMENTAL") else _lazy_getattr(name)
+    globals()[name] = value
+    return value

@@ -12,20 +12,27 @@
 `head.create_estimator_spec(features, mode, logits, labels, optimizer=..., trainable_variables=...)`.
 """
 
-from compat.estimator.head.base_head import Head
-from compat.estimator.head.binary_class_head import BinaryClassHead
-from compat.estimator.head.multi_class_head import MultiClassHead
-from compat.estimator.head.multi_head import MultiHead
-from compat.estimator.head.multi_label_head import MultiLabelHead
-from compat.estimator.head.regression_head import LogisticRegressionHead, PoissonRegressionHead, RegressionHead
+from __future__ import annotations
 
-__all__ = [
-    "BinaryClassHead",
-    "Head",
-    "LogisticRegressionHead",
-    "MultiClassHead",
-    "MultiHead",
-    "MultiLabelHead",
-    "PoissonRegressionHead",
-    "RegressionHead",
-]
+from typing import Any
+
+import lazy_loader
+
+# Each head loads with its module when first used (heads build on Keras 2's losses and metrics, tf_keras).
+_lazy_getattr, _, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "base_head": ["Head"],
+        "binary_class_head": ["BinaryClassHead"],
+        "multi_class_head": ["MultiClassHead"],
+        "multi_head": ["MultiHead"],
+        "multi_label_head": ["MultiLabelHead"],
+        "regression_head": ["LogisticRegressionHead", "PoissonRegressionHead", "RegressionHead"],
+    },
+)
+
+
+def __getattr__(name: str) -> Any:
+    value = _lazy_getattr(name)
+    globals()[name] = value
+    return value
