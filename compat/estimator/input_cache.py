@@ -416,7 +416,7 @@ def with_cache(graph: graph_pb2.GraphDef, where: Plan) -> graph_pb2.GraphDef:
     after = consumers[last_cached]  # the first stage left after the cache, before rewiring
     if where.hoisted:
         nodes[where.hoisted[0]].input[0] = where.prefix[-1]
-    name = nodes[last_cached].name
+    name = _prefetched(rewritten, nodes[last_cached])
     constant = rewritten.node.add(name=_FILENAME_NODE, op="Const")
     constant.attr["dtype"].type = tf.string.as_datatype_enum
     cache = rewritten.node.add(name="input_cache/cache", op="CacheDataset", input=[name, constant.name])
@@ -429,6 +429,21 @@ def with_cache(graph: graph_pb2.GraphDef, where: Plan) -> graph_pb2.GraphDef:
     else:
         after.input[0] = cache.name
     return rewritten
+
+
+def _prefetched(graph: graph_pb2.GraphDef, stage: node_def_pb2.NodeDef) -> str:
+    """Adds a prefetch after `stage` (its elements and order unchanged); returns its name.
+
+    The cache's writer then runs in the consumer's thread while the stages above it (decoding, features)
+    run ahead in the prefetch's: a legacy input_fn written without a prefetch would otherwise decode and
+    write one after the other, and its first pass would cost the whole write on top (bench/input_cache.py).
+    """
+    size = graph.node.add(name="input_cache/prefetch_size", op="Const")
+    size.attr["dtype"].type = tf.int64.as_datatype_enum
+    size.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(tf.data.AUTOTUNE, tf.int64))
+    prefetch = graph.node.add(name="input_cache/prefetch", op="PrefetchDataset", input=[stage.name, size.name])
+    _set_element_types(prefetch, stage)
+    return prefetch.name
 
 
 def _set_filename(graph: graph_pb2.GraphDef, filename: str) -> None:
