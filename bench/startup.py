@@ -1,17 +1,20 @@
-"""Process start: what `import compat.estimator` costs before a program's first line runs.
+"""Process start: what a program pays for `compat.estimator` before its first step.
 
     python bench/startup.py [--rounds 6] [--venv TF215_VENV]
 
-Rows, interleaved over rounds (medians of CPU seconds, user + system, and wall seconds):
+Names load when first used, so each row imports and then reaches the names a program of its
+kind uses. Rows, interleaved over rounds (medians of CPU seconds, user + system, and wall seconds):
 
-  compat.estimator                 `import compat.estimator` in this environment, as installed
+  TensorFlow alone                 `import tensorflow as tf` here: the floor the others are weighed against
+  compat.estimator                 a model_fn program's names (Estimator, EstimatorSpec, RunConfig, the specs)
+  ... a canned estimator           the same and DNNClassifier (the canned estimators and heads load Keras 2)
   ... without scikit-learn, scipy  the same with both hidden from the import system (a row only where
                                    they are installed, e.g. after `pip install -e '.[bayesian]'`):
                                    Keras imports scikit-learn on `import tensorflow` whenever it can
   ... with --packages DIR          the same with DIR first on the import path, to weigh one package's
                                    version against the installed one, e.g. ml_dtypes 0.7.0:
                                    `pip install --no-deps --target DIR ml_dtypes==0.7.0`
-  TF 2.15 tf.estimator             `import tensorflow as tf; tf.estimator` in TF 2.15's environment
+  TF 2.15 tf.estimator             `import tensorflow as tf; tf.estimator.Estimator` in TF 2.15's environment
                                    (created on first use, bench/tf215.py)
 
 Every multi-process job (a TF_CONFIG cluster, a search's workers, the test suite's CLI tests)
@@ -41,6 +44,7 @@ flags.DEFINE_string("packages", None, "A folder of packages put first on the imp
 FLAGS = flags.FLAGS
 
 HIDE_SKLEARN = "import sys; sys.modules['sklearn'] = sys.modules['scipy'] = None; "
+MODEL_FN_NAMES = "import compat.estimator as e; e.Estimator, e.EstimatorSpec, e.RunConfig, e.TrainSpec, e.EvalSpec"
 
 
 def cpu_and_wall(command: list[str], path: str = REPO) -> tuple[float, float]:
@@ -56,22 +60,27 @@ def cpu_and_wall(command: list[str], path: str = REPO) -> tuple[float, float]:
 
 def main(argv) -> None:
     del argv
-    rows = {"compat.estimator": [sys.executable, "-c", "import compat.estimator"]}
+    rows = {
+        "TensorFlow alone": [sys.executable, "-c", "import tensorflow as tf"],
+        "compat.estimator": [sys.executable, "-c", MODEL_FN_NAMES],
+        "... a canned estimator": [sys.executable, "-c", MODEL_FN_NAMES + "; e.DNNClassifier"],
+    }
     if all(importlib.util.find_spec(name) for name in ("sklearn", "scipy")):
-        rows["... without scikit-learn, scipy"] = [sys.executable, "-c", HIDE_SKLEARN + "import compat.estimator"]
+        rows["... without scikit-learn, scipy"] = [sys.executable, "-c", HIDE_SKLEARN + MODEL_FN_NAMES]
     paths = dict.fromkeys(rows, REPO)
     if FLAGS.packages:
         name = f"... with {FLAGS.packages} first"
         rows[name], paths[name] = rows["compat.estimator"], os.pathsep.join([FLAGS.packages, REPO])
-    rows["TF 2.15 tf.estimator"] = [tf215_python(FLAGS.venv), "-c", "import tensorflow as tf; tf.estimator"]
+    rows["TF 2.15 tf.estimator"] = [tf215_python(FLAGS.venv), "-c", "import tensorflow as tf; tf.estimator.Estimator"]
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in rows}
     for _ in range(FLAGS.rounds):
         for name, command in rows.items():
             figures[name].append(cpu_and_wall(command, paths.get(name, REPO)))
-    print(f"| start ({FLAGS.rounds} rounds, medians) | CPU s | wall s |\n|---|---:|---:|")
+    print(f"| start ({FLAGS.rounds} rounds, medians) | CPU s | wall s | CPU vs TensorFlow alone |\n|---|---:|---:|---:|")
+    floor = statistics.median(c for c, _ in figures["TensorFlow alone"])
     for name, runs in figures.items():
         cpu, wall = statistics.median(c for c, _ in runs), statistics.median(w for _, w in runs)
-        print(f"| {name} | {cpu:.2f} | {wall:.2f} |")
+        print(f"| {name} | {cpu:.2f} | {wall:.2f} | {cpu / floor:.2f}x |")
 
 
 if __name__ == "__main__":
