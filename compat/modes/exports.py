@@ -78,77 +78,88 @@ def _classifier_endpoints(model: keras.Model, pipeline: PipelineConfig, class_na
     }
 
 
-def _write_saved_model(
-    model: keras.Model, folder: str, pipeline: PipelineConfig | None, class_names: Sequence[str] | None
-) -> None:
-    """`model.export`'s `serve`, and with a pipeline the audio signatures and classifier.json."""
-    if pipeline is None or class_names is None:
-        model.export(folder, format="tf_saved_model", verbose=False)
-        return
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    frames, bins = pipeline.feature_spec.shape
-    archive.add_endpoint(
-        "serve",
-        lambda inputs: model(inputs, training=False),
-        input_signature=[
-            {pipeline.feature_key: tf.TensorSpec([None, frames, bins], tf.float32, name=pipeline.feature_key)}
-        ],
-    )
-    for name, (function, signature) in _classifier_endpoints(model, pipeline, class_names).items():
-        archive.add_endpoint(name, function, input_signature=signature)
-    archive.write_out(folder, verbose=False)
-    # the settings the audio signatures compute with; nothing of the machine (no cache or data paths)
-    features = dataclasses.asdict(pipeline.feature_spec)
-    info = {"class_names": list(class_names), **features, "feature_key": pipeline.feature_key}
-    with open(os.path.join(folder, CLASSIFIER_INFO), "w") as stream:
-        json.dump(info, stream, indent=1)
+class KerasExports:
+    """A trained model's exports, traced once: `model.keras` and a checked SavedModel, written by `write`.
 
-
-def export_keras_model(
-    model: keras.Model,
-    model_dir: str,
-    sample: dict,
-    tolerance: float = 1e-4,
-    pipeline: PipelineConfig | None = None,
-    class_names: Sequence[str] | None = None,
-) -> float:
-    """Writes `model.keras` and `saved_model/`; returns the SavedModel's max |output difference|
-    (`tolerance` is relative to the largest output, at least 1). With `pipeline` and `class_names`
-    the SavedModel also classifies audio (see the module docstring).
-
-    The SavedModel is loaded back and run on `sample` before it replaces the
-    previous one, so a run never ends with an export that disagrees with it.
+    Writing a SavedModel traces its signatures, most of an export's time (about 1.1 of 1.7 s for the
+    default model here); a second `write` (the best period's weights, `best/`) reuses the traced
+    signatures and saves the variables' values at that moment.
     """
-    # Tracing the three signatures and loading the result back takes seconds to tens of seconds: say so.
-    logging.info("Exporting to %s (model.keras, saved_model/ with its audio signatures, checked)", model_dir)
-    started = time.monotonic()
-    atomic.write_file(os.path.join(model_dir, KERAS_MODEL), model.save)
-    expected = np.asarray(model(sample, training=False))
-    difference = float("nan")
 
-    def export_and_check(folder: str) -> None:
-        nonlocal difference
-        _write_saved_model(model, folder, pipeline, class_names)
-        loaded = tf.saved_model.load(folder)  # keep a reference: its variables die with it
-        served = loaded.serve(sample)
-        difference = float(np.max(np.abs(np.asarray(served) - expected)))
-        # Relative to the outputs' size: the served graph fuses ops differently, and float32 logits of
-        # magnitude 10-20 differ in the fifth significant digit (1.4e-4 seen after a resumed run).
-        limit = tolerance * max(1.0, float(np.max(np.abs(expected))))
-        if not difference <= limit:
-            raise ExportMismatchError(
-                f"the SavedModel exported from {model_dir} disagrees with the model by "
-                f"{difference} (> {limit:.2g}); the previous export was kept"
+    def __init__(
+        self, model: keras.Model, pipeline: PipelineConfig | None = None, class_names: Sequence[str] | None = None
+    ) -> None:
+        self._model, self._pipeline, self._class_names = model, pipeline, class_names
+        self._archive: keras.export.ExportArchive | None = None
+
+    def _write_saved_model(self, folder: str) -> None:
+        """`model.export`'s `serve`, and with a pipeline the audio signatures and classifier.json."""
+        model, pipeline, class_names = self._model, self._pipeline, self._class_names
+        if pipeline is None or class_names is None:
+            model.export(folder, format="tf_saved_model", verbose=False)
+            return
+        if self._archive is None:
+            archive = keras.export.ExportArchive()
+            archive.track(model)
+            frames, bins = pipeline.feature_spec.shape
+            archive.add_endpoint(
+                "serve",
+                lambda inputs: model(inputs, training=False),
+                input_signature=[
+                    {pipeline.feature_key: tf.TensorSpec([None, frames, bins], tf.float32, name=pipeline.feature_key)}
+                ],
             )
+            for name, (function, signature) in _classifier_endpoints(model, pipeline, class_names).items():
+                archive.add_endpoint(name, function, input_signature=signature)
+            self._archive = archive
+        self._archive.write_out(folder, verbose=False)
+        # the settings the audio signatures compute with; nothing of the machine (no cache or data paths)
+        features = dataclasses.asdict(pipeline.feature_spec)
+        info = {"class_names": list(class_names), **features, "feature_key": pipeline.feature_key}
+        with open(os.path.join(folder, CLASSIFIER_INFO), "w") as stream:
+            json.dump(info, stream, indent=1)
 
-    atomic.replace_folder(os.path.join(model_dir, SAVED_MODEL), export_and_check)
-    logging.info("Exported %s in %.0f s", os.path.join(model_dir, SAVED_MODEL), time.monotonic() - started)
-    return difference
+    def write(self, model_dir: str, sample: dict, tolerance: float = 1e-4) -> float:
+        """Writes `model.keras` and `saved_model/` into `model_dir`; returns the SavedModel's max |output
+        difference| (`tolerance` is relative to the largest output, at least 1). With a pipeline and class
+        names the SavedModel also classifies audio (see the module docstring).
+
+        The SavedModel is loaded back and run on `sample` before it replaces the previous one, so a run
+        never ends with an export that disagrees with it.
+
+        Raises:
+          ExportMismatchError: the SavedModel disagrees with the model (the previous export is kept).
+        """
+        model = self._model
+        # Tracing the three signatures and loading the result back takes seconds: say so.
+        logging.info("Exporting to %s (model.keras, saved_model/ with its audio signatures, checked)", model_dir)
+        started = time.monotonic()
+        atomic.write_file(os.path.join(model_dir, KERAS_MODEL), model.save)
+        expected = np.asarray(model(sample, training=False))
+        difference = float("nan")
+
+        def export_and_check(folder: str) -> None:
+            nonlocal difference
+            self._write_saved_model(folder)
+            loaded = tf.saved_model.load(folder)  # keep a reference: its variables die with it
+            served = loaded.serve(sample)
+            difference = float(np.max(np.abs(np.asarray(served) - expected)))
+            # Relative to the outputs' size: the served graph fuses ops differently, and float32 logits of
+            # magnitude 10-20 differ in the fifth significant digit (1.4e-4 seen after a resumed run).
+            limit = tolerance * max(1.0, float(np.max(np.abs(expected))))
+            if not difference <= limit:
+                raise ExportMismatchError(
+                    f"the SavedModel exported from {model_dir} disagrees with the model by "
+                    f"{difference} (> {limit:.2g}); the previous export was kept"
+                )
+
+        atomic.replace_folder(os.path.join(model_dir, SAVED_MODEL), export_and_check)
+        logging.info("Exported %s in %.0f s", os.path.join(model_dir, SAVED_MODEL), time.monotonic() - started)
+        return difference
 
 
 def copy_exports(source_dir: str, model_dir: str) -> None:
-    """Copies the exports `export_keras_model` wrote in `source_dir` (`model.keras`, `saved_model/`) to
+    """Copies the exports `KerasExports.write` wrote in `source_dir` (`model.keras`, `saved_model/`) to
     `model_dir`, each whole or not at all: the exports of the same weights, without tracing them again."""
     started = time.monotonic()
     atomic.write_file(

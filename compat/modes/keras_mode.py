@@ -32,7 +32,7 @@ from compat.core import atomic, summaries
 from compat.core.checkpoints import restore_newest_readable
 from compat.modes import model_folder
 from compat.modes.callbacks import NanGuard, StopAtMaxSteps, TrainingClock
-from compat.modes.exports import copy_exports, export_keras_model
+from compat.modes.exports import KerasExports, copy_exports
 from compat.modes.run import Run
 
 
@@ -203,11 +203,10 @@ def train_and_evaluate(run: Run) -> dict:
     extra["compute"] = {"dtype_policy": model.dtype_policy.name, "jit_compile": bool(model.jit_compile)}
     steps = int(model.optimizer.iterations.numpy())  # before the best period's state is read back below
     sample = next(iter(test_dataset))[0] if run.train.export else {}  # what the exports are checked on
+    exports = KerasExports(model, run.pipeline, run.class_names)  # traced once, for best/ too
     if run.train.export:
-        extra["export_max_abs_difference"] = export_keras_model(
-            model, run.model_dir, sample, pipeline=run.pipeline, class_names=run.class_names
-        )
-    best = _score_best(run, model, test_dataset, float(test["accuracy"]), sample)
+        extra["export_max_abs_difference"] = exports.write(run.model_dir, sample)
+    best = _score_best(run, model, test_dataset, float(test["accuracy"]), sample, exports)
     if best is not None:
         extra["best"] = best
     return run.write_metrics(test, steps, start_step, clock.train_seconds, **extra)
@@ -265,7 +264,12 @@ def _fit(run: Run, model: keras.Model, start_step: int, guards: list[keras.callb
 
 
 def _score_best(
-    run: Run, model: keras.Model, test_dataset: tf.data.Dataset, last_accuracy: float, sample: dict
+    run: Run,
+    model: keras.Model,
+    test_dataset: tf.data.Dataset,
+    last_accuracy: float,
+    sample: dict,
+    exports: KerasExports,
 ) -> dict | None:
     """The best period's record with its test accuracy, and its exports in `best/`; None without one.
 
@@ -288,7 +292,5 @@ def _score_best(
     else:
         best["test_accuracy"] = float(model.evaluate(test_dataset, return_dict=True, verbose=0)["accuracy"])
         if run.train.export:
-            export_keras_model(
-                model, run.path(model_folder.BEST), sample, pipeline=run.pipeline, class_names=run.class_names
-            )
+            exports.write(run.path(model_folder.BEST), sample)
     return best
