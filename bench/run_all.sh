@@ -45,6 +45,7 @@ run memory bench/memory.py --data_dir "$data_dir"
 run device_prefetch bench/device_prefetch.py --data_dir "$data_dir" --rounds 1
 run overlap bench/overlap.py --data_dir "$data_dir" --rounds 5 --modes
 run stages bench/stages.py --data_dir "$data_dir" --rounds 5
+run input_cache bench/input_cache.py --data_dir "$data_dir" --rounds 7
 run ps_cluster bench/ps_cluster.py --rounds 3 "${venv_flag[@]}"
 echo "benches ended: $(date -u '+%H:%M:%S UTC')"
 exit $failed
