@@ -50,6 +50,26 @@ class ConversionError(UserError, ValueError):
     """A trained Estimator, folder or export that `to_keras` (or its export) cannot convert, and why."""
 
 
+# The canned classes' constructor arguments (TF 2.15's names) and the recipe field each fills.
+_FIELDS = {
+    "n_classes": "n_classes",
+    "label_dimension": "label_dimension",
+    "label_vocabulary": "label_vocabulary",
+    "hidden_units": "hidden_units",
+    "dnn_hidden_units": "hidden_units",
+    "activation_fn": "activation_fn",
+    "dnn_activation_fn": "activation_fn",
+    "dropout": "dropout",
+    "dnn_dropout": "dropout",
+    "batch_norm": "batch_norm",
+    "dnn_feature_columns": "dnn_columns",
+    "linear_feature_columns": "linear_columns",
+    "sparse_combiner": "sparse_combiner",
+    "linear_sparse_combiner": "sparse_combiner",
+}
+_SEQUENCES = ("dnn_columns", "linear_columns", "hidden_units", "label_vocabulary")
+
+
 @dataclasses.dataclass(frozen=True)
 class CannedRecipe:
     """What a canned Estimator was built from, for its native Keras twin.
@@ -78,13 +98,17 @@ class CannedRecipe:
     baseline: bool = False
 
     @classmethod
-    def of(cls, kind: str, **settings: Any) -> CannedRecipe:
-        """A recipe from an Estimator's constructor arguments (sequences become tuples, None columns none)."""
-        for name in ("dnn_columns", "linear_columns", "hidden_units", "label_vocabulary"):
-            if settings.get(name) is not None:
-                settings[name] = tuple(settings[name])
-            elif name != "label_vocabulary":
-                settings.pop(name, None)
+    def from_arguments(cls, kind: str, arguments: dict[str, Any]) -> CannedRecipe:
+        """A recipe from a canned class's constructor arguments by TF 2.15's names (its `locals()`): the
+        same names mean the same in every class, `feature_columns` the DNN's or the linear model's."""
+        settings: dict[str, Any] = {"baseline": kind.startswith("Baseline")}
+        for argument, value in arguments.items():
+            field = _FIELDS.get(argument)
+            if argument == "feature_columns":
+                field = "dnn_columns" if kind.startswith("DNN") else "linear_columns"
+            if field is None or value is None:
+                continue
+            settings[field] = tuple(value) if field in _SEQUENCES else value
         return cls(kind, **settings)
 
     @property

@@ -250,16 +250,7 @@ class DNNClassifier(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.of(
-            "DNNClassifier",
-            n_classes=n_classes,
-            label_vocabulary=label_vocabulary,
-            dnn_columns=feature_columns,
-            hidden_units=hidden_units,
-            activation_fn=activation_fn,
-            dropout=dropout,
-            batch_norm=batch_norm,
-        )
+        self._keras_recipe = CannedRecipe.from_arguments("DNNClassifier", locals())
 
 
 class DNNRegressor(Estimator):
@@ -289,15 +280,7 @@ class DNNRegressor(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.of(
-            "DNNRegressor",
-            label_dimension=label_dimension,
-            dnn_columns=feature_columns,
-            hidden_units=hidden_units,
-            activation_fn=activation_fn,
-            dropout=dropout,
-            batch_norm=batch_norm,
-        )
+        self._keras_recipe = CannedRecipe.from_arguments("DNNRegressor", locals())
 
 
 # -- the TF 1.x classes (tf.compat.v1.estimator.DNNClassifier, ...) ------------------------------------------------
@@ -529,16 +512,7 @@ class DNNClassifierV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.of(
-            "DNNClassifierV1",
-            n_classes=n_classes,
-            label_vocabulary=label_vocabulary,
-            dnn_columns=feature_columns,
-            hidden_units=hidden_units,
-            activation_fn=activation_fn,
-            dropout=dropout,
-            batch_norm=batch_norm,
-        )
+        self._keras_recipe = CannedRecipe.from_arguments("DNNClassifierV1", locals())
 
 
 class DNNRegressorV1(Estimator):
@@ -578,15 +552,7 @@ class DNNRegressorV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.of(
-            "DNNRegressorV1",
-            label_dimension=label_dimension,
-            dnn_columns=feature_columns,
-            hidden_units=hidden_units,
-            activation_fn=activation_fn,
-            dropout=dropout,
-            batch_norm=batch_norm,
-        )
+        self._keras_recipe = CannedRecipe.from_arguments("DNNRegressorV1", locals())
 
 
 __all__ = [

@@ -256,18 +256,7 @@ class DNNLinearCombinedClassifier(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.of(
-            "DNNLinearCombinedClassifier",
-            n_classes=n_classes,
-            label_vocabulary=label_vocabulary,
-            dnn_columns=dnn_feature_columns,
-            hidden_units=dnn_hidden_units,
-            activation_fn=dnn_activation_fn,
-            dropout=dnn_dropout,
-            batch_norm=batch_norm,
-            linear_columns=linear_feature_columns,
-            sparse_combiner=linear_sparse_combiner,
-        )
+        self._keras_recipe = CannedRecipe.from_arguments("DNNLinearCombinedClassifier", locals())
 
 
 class DNNLinearCombinedRegressor(Estimator):
@@ -311,17 +300,7 @@ class DNNLinearCombinedRegressor(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.of(
-            "DNNLinearCombinedRegressor",
-            label_dimension=label_dimension,
-            dnn_columns=dnn_feature_columns,
-            hidden_units=dnn_hidden_units,
-            activation_fn=dnn_activation_fn,
-            dropout=dnn_dropout,
-            batch_norm=batch_norm,
-            linear_columns=linear_feature_columns,
-            sparse_combiner=linear_sparse_combiner,
-        )
+        self._keras_recipe = CannedRecipe.from_arguments("DNNLinearCombinedRegressor", locals())
 
 
 # -- the TF 1.x classes (tf.compat.v1.estimator.DNNLinearCombinedClassifier, ...) ----------------------------------
@@ -539,18 +518,7 @@ class DNNLinearCombinedClassifierV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.of(
-            "DNNLinearCombinedClassifierV1",
-            n_classes=n_classes,
-            label_vocabulary=label_vocabulary,
-            dnn_columns=dnn_feature_columns,
-            hidden_units=dnn_hidden_units,
-            activation_fn=dnn_activation_fn,
-            dropout=dnn_dropout,
-            batch_norm=batch_norm,
-            linear_columns=linear_feature_columns,
-            sparse_combiner=linear_sparse_combiner,
-        )
+        self._keras_recipe = CannedRecipe.from_arguments("DNNLinearCombinedClassifierV1", locals())
 
 
 class DNNLinearCombinedRegressorV1(Estimator):
@@ -597,17 +565,7 @@ class DNNLinearCombinedRegressorV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.of(
-            "DNNLinearCombinedRegressorV1",
-            label_dimension=label_dimension,
-            dnn_columns=dnn_feature_columns,
-            hidden_units=dnn_hidden_units,
-            activation_fn=dnn_activation_fn,
-            dropout=dnn_dropout,
-            batch_norm=batch_norm,
-            linear_columns=linear_feature_columns,
-            sparse_combiner=linear_sparse_combiner,
-        )
+        self._keras_recipe = CannedRecipe.from_arguments("DNNLinearCombinedRegressorV1", locals())
 
 
 __all__ = [

@@ -351,13 +351,7 @@ class LinearClassifier(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.of(
-            "LinearClassifier",
-            n_classes=n_classes,
-            label_vocabulary=label_vocabulary,
-            linear_columns=feature_columns,
-            sparse_combiner=sparse_combiner,
-        )
+        self._keras_recipe = CannedRecipe.from_arguments("LinearClassifier", locals())
 
 
 class LinearRegressor(Estimator):
@@ -385,12 +379,7 @@ class LinearRegressor(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.of(
-            "LinearRegressor",
-            label_dimension=label_dimension,
-            linear_columns=feature_columns,
-            sparse_combiner=sparse_combiner,
-        )
+        self._keras_recipe = CannedRecipe.from_arguments("LinearRegressor", locals())
 
 
 # -- the TF 1.x classes (tf.compat.v1.estimator.LinearClassifier, ...) ---------------------------------------------
@@ -548,13 +537,7 @@ class LinearClassifierV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.of(
-            "LinearClassifierV1",
-            n_classes=n_classes,
-            label_vocabulary=label_vocabulary,
-            linear_columns=feature_columns,
-            sparse_combiner=sparse_combiner,
-        )
+        self._keras_recipe = CannedRecipe.from_arguments("LinearClassifierV1", locals())
 
 
 class LinearRegressorV1(Estimator):
@@ -584,12 +567,7 @@ class LinearRegressorV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.of(
-            "LinearRegressorV1",
-            label_dimension=label_dimension,
-            linear_columns=feature_columns,
-            sparse_combiner=sparse_combiner,
-        )
+        self._keras_recipe = CannedRecipe.from_arguments("LinearRegressorV1", locals())
 
 
 __all__ = [
