@@ -115,9 +115,16 @@ def test_a_custom_model_fn_becomes_a_keras_model_over_its_export_and_the_command
                             capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stderr[-2000:]
     # Keras loads a layer over an external SavedModel only when asked to (safe_mode=False); importing
-    # compat.estimator registers the layer.
-    reloaded = keras.saving.load_model(out, safe_mode=False)
-    np.testing.assert_allclose(reloaded({"x": tf.constant(X)})["logits"], np.stack(expected), rtol=1e-5, atol=1e-5)
+    # compat.estimator.to_keras registers the layer: in a fresh process, as a user loads it
+    np.save(tmp_path / "x.npy", X)
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import sys, numpy as np, keras, compat.estimator.to_keras; "
+         "model = keras.saving.load_model(sys.argv[1], safe_mode=False); "
+         "np.save(sys.argv[3], np.asarray(model({'x': np.load(sys.argv[2])})['logits']))",
+         str(out), str(tmp_path / "x.npy"), str(tmp_path / "logits.npy")],
+        capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    np.testing.assert_allclose(np.load(tmp_path / "logits.npy"), np.stack(expected), rtol=1e-5, atol=1e-5)
     # a model folder without exports: one line, exit 2, nothing written
     refused = tmp_path / "refused.keras"
     bad = subprocess.run([sys.executable, "-m", "compat.estimator.to_keras", str(tmp_path / "run"), str(refused)],
@@ -188,6 +195,23 @@ def test_a_linear_model_over_numeric_and_bucketized_columns_becomes_native_keras
     converted.save(tmp_path / "model.keras")
     np.testing.assert_allclose(keras.saving.load_model(tmp_path / "model.keras").predict(FEATURES, verbose=0)[key],
                                expected[key], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("column", ["int_vocabulary_oov", "identity_default", "max_norm", "raw_key_first"])
+def test_columns_whose_keras_ids_would_differ_from_tfs_are_named_not_converted(tmp_path, column):
+    """Where Keras' layers would not give TF's ids (or vectors), the Estimator converts through its export."""
+    fc = tf.feature_column
+    size = fc.categorical_column_with_identity("size", 4)
+    made = {
+        "int_vocabulary_oov": fc.categorical_column_with_vocabulary_list("code", [3, 5, 7], num_oov_buckets=2),
+        "identity_default": fc.categorical_column_with_identity("size", 4, default_value=0),
+        "max_norm": fc.embedding_column(size, 2, max_norm=1.0),
+        "raw_key_first": fc.crossed_column(["tag", size], 11),
+    }[column]
+    model = (estimator.DNNClassifier([4], [made], model_dir=str(tmp_path / "run")) if column == "max_norm"
+             else estimator.LinearClassifier([made], model_dir=str(tmp_path / "run")))
+    with pytest.raises(ValueError, match=f"no native Keras form here: {made.name}: pass serving_input"):
+        estimator.to_keras(model)
 
 
 def test_a_column_keras_has_no_native_layer_for_here_is_named_and_the_export_path_offered(tmp_path):
@@ -326,11 +350,11 @@ def _every_column_kind(tmp_path):
     tag = fc.categorical_column_with_hash_bucket("tag", 7)
     size = fc.categorical_column_with_identity("size", 4)
     age_x_colour = fc.crossed_column([age, "colour"], 16)
-    tag_x_size = fc.crossed_column(["tag", size], 11)
+    size_x_tag = fc.crossed_column([size, "tag"], 11)
     numeric = [fc.numeric_column("x"), fc.numeric_column("a", shape=(2,)), age]
-    linear = numeric + [colour, city, tag, size, age_x_colour, tag_x_size]
+    linear = numeric + [colour, city, tag, size, age_x_colour, size_x_tag]
     dnn = numeric + [fc.indicator_column(colour), fc.embedding_column(city, 3), fc.embedding_column(tag, 2),
-                     fc.indicator_column(size), fc.indicator_column(age_x_colour), fc.embedding_column(tag_x_size, 2)]
+                     fc.indicator_column(size), fc.indicator_column(age_x_colour), fc.embedding_column(size_x_tag, 2)]
     return linear, dnn
 
 

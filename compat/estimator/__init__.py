@@ -21,6 +21,8 @@ layers). The migration check runs without TensorFlow.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import sys
 import types
 from typing import Any
@@ -131,7 +133,13 @@ def __getattr__(name: str) -> Any:
 
         tf_internals.install()
         _prepared = True
-    value = _experimental() if name == "experimental" else _lazy_getattr(name)
+    value: Any
+    if name == "experimental":
+        value = _experimental()
+    elif name not in __all__ and not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}"):
+        value = importlib.import_module(f"{__name__}.{name}")  # a module of the package, as an attribute
+    else:
+        value = _lazy_getattr(name)
     globals()[name] = value
     return value
 
@@ -156,13 +164,15 @@ def install() -> None:
     import tensorflow as tf
 
     from compat.core import tf_internals
-    from compat.estimator.keras_engine import model_to_estimator
 
+    global _prepared
     tf_internals.install()
+    _prepared = True
     if _replaced:
         return
     from compat.estimator import v1 as estimator_v1
     from compat.estimator.dense_features import DenseFeatures
+    from compat.estimator.keras_engine import model_to_estimator
     from compat.estimator.keras_engine.legacy import legacy_namespace
 
     this = sys.modules[__name__]
@@ -221,4 +231,6 @@ def uninstall() -> None:
             setattr(owner, name, previous)
     from compat.core import tf_internals
 
+    global _prepared
     tf_internals.uninstall()
+    _prepared = True  # a name used later does not patch again what this undid

@@ -200,25 +200,41 @@ def _program_uses(tree: ast.AST, names: Iterable[str]) -> frozenset[str]:
     return frozenset(uses)
 
 
-_NAMESPACES = ("tf.estimator.", "tf.compat.v1.estimator.")
+# where a name below each Estimator namespace resolves after install()
+_NAMESPACES = {"tf.estimator.": "compat.estimator", "tf.compat.v1.estimator.": "compat.estimator.v1"}
 
 
 def _missing_here(name: str) -> bool:
-    """Whether a name below tf.estimator or tf.compat.v1.estimator is none of TF 2.15's public names (a TF 1.x
-    spelling in the TF2 namespace, a typo), which the table's prefix rows would call fine.
+    """Whether a name below tf.estimator or tf.compat.v1.estimator is absent from what install() provides
+    (a TF 1.x spelling in the TF2 namespace, a typo), which the table's prefix rows would call fine.
 
-    Read from TF 2.15's list of names (compat/estimator/tf215_names.json, which install() provides every one
-    of: tests/test_estimator_api.py), not by importing them: the check runs without TensorFlow. A name below
-    a public name (`ModeKeys.TRAIN`) or a namespace above them (`tf.estimator.export`) is one of them.
+    TF 2.15's public names (compat/estimator/tf215_names.json, every one of which install() provides:
+    tests/test_estimator_api.py) are answered from that list, so a codebase of them is checked without
+    TensorFlow; any other name is looked up in this package, which loads it.
     """
-    if not name.startswith(_NAMESPACES):
+    if not name.startswith(tuple(_NAMESPACES)):
         return False
+    if _in_tf215(name):
+        return False
+    import importlib
+
+    for prefix, module in _NAMESPACES.items():
+        if name.startswith(prefix):
+            value: object = importlib.import_module(module)
+            for part in name[len(prefix) :].split("."):
+                if not hasattr(value, part):
+                    return True
+                value = getattr(value, part)
+    return False
+
+
+def _in_tf215(name: str) -> bool:
+    """Whether `name` is one of TF 2.15's public names, a name below one (`ModeKeys.TRAIN`) or a namespace
+    above them (`tf.estimator.export`)."""
     known = _tf215_public()
     parts = name[len("tf.") :].split(".")
     dotted = [".".join(parts[: count + 1]) for count in range(len(parts))]
-    return not any(prefix in known for prefix in dotted) and not any(
-        other.startswith(dotted[-1] + ".") for other in known
-    )
+    return any(prefix in known for prefix in dotted) or any(other.startswith(dotted[-1] + ".") for other in known)
 
 
 @functools.lru_cache(maxsize=1)

@@ -54,6 +54,10 @@ from compat.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
 from compat.estimator.run_config import RunConfig, TaskType
 
 _v1 = tf.compat.v1
+# Model_fns are built from tf.compat.v1.layers, and from Keras 3 layers that must honour the graph's
+# training mode: loading the graph engine makes both work (compat/core/tf_internals.py), however a
+# program reaches it (a public name of compat.estimator does the same; uninstall() undoes it).
+tf_internals.install()
 _VALID_MODEL_FN_ARGS = {"features", "labels", "mode", "params", "self", "config"}
 # What a subclass of Estimator may define itself (TF 2.15's list); anything else it inherits as it is.
 _ALLOWED_OVERRIDES = {

@@ -14,9 +14,13 @@ values hashed or dropped as TF did), identity and hash bucket columns (Hashing);
 columns. Categorical and crossed columns go into a linear model directly and into a DNN as
 indicator or embedding columns. Not: weighted, sequence and shared-embedding columns, multi-valued
 categorical features, a crossed column over a vocabulary column (its ids are numbered differently in
-Keras) or with its own `hash_key`. A crossed column's raw features are taken as dense tensors, as numpy
-input_fns and FixedLenFeature parsing give them: TF hashed a cross of raw features given sparse
-(VarLenFeature) and columns in another order, which a model trained that way would need.
+Keras), with its own `hash_key` or with a raw feature before a column among its keys (TF crossed those in
+one order for dense raw features and in another for sparse ones), an integer vocabulary with more than
+one out-of-vocabulary bucket, an identity column with a `default_value`, an embedding with `max_norm`.
+
+One value per example: the twin reads each categorical feature as one value, and takes an empty string
+or -1 as a value where TF dropped it as missing; a model trained on such data is converted as if it
+had none (to_keras cannot see the data).
 """
 
 from __future__ import annotations
@@ -44,7 +48,28 @@ def _crossed_key_converts(key: Any) -> bool:
         return True
     if kind(key) == "BucketizedColumn":
         return int(np.prod(key.source_column.shape)) == 1 and converts(key.source_column, linear=True)
-    return kind(key) == "IdentityCategoricalColumn"
+    return kind(key) == "IdentityCategoricalColumn" and _keras_ids_match(key)
+
+
+def _keras_ids_match(column: Any) -> bool:
+    """Whether Keras' lookups give a categorical column TF's ids: TF hashed an integer vocabulary's unknown
+    values into several buckets by FarmHash (IntegerLookup by a modulo), mapped an identity column's out of
+    range values to its default (Keras' encoders drop them), and read a vocabulary file in its format."""
+    name = kind(column)
+    if name in _VOCABULARY and column.dtype.name != "string" and column.num_oov_buckets > 1:
+        return False
+    if name == "VocabularyFileCategoricalColumn" and getattr(column, "file_format", None) not in (None, "text"):
+        return False
+    return not (name == "IdentityCategoricalColumn" and column.default_value is not None)
+
+
+def _crossed_converts(column: Any) -> bool:
+    """A crossed column's keys feed HashedCrossing TF's values in TF's order: TF crossed the columns' ids
+    (sparse) before raw features given dense, but in the keys' order where raw features came sparse (a
+    parsing serving export); the two agree when no raw key comes before a column key."""
+    raw = [isinstance(key, str) for key in column.keys]
+    ordered = raw == sorted(raw)  # the columns first, then the raw features
+    return column.hash_key is None and ordered and all(_crossed_key_converts(key) for key in column.keys)
 
 
 def converts(column: Any, linear: bool) -> bool:
@@ -55,13 +80,13 @@ def converts(column: Any, linear: bool) -> bool:
     if name == "BucketizedColumn":
         return converts(column.source_column, linear)
     if name == "CrossedColumn":
-        return linear and column.hash_key is None and all(_crossed_key_converts(key) for key in column.keys)
+        return linear and _crossed_converts(column)
     if name in _CATEGORICAL:
-        return linear
+        return linear and _keras_ids_match(column)
     if name in ("IndicatorColumn", "EmbeddingColumn"):
         inner = column.categorical_column
-        if name == "EmbeddingColumn" and column.ckpt_to_load_from is not None:
-            return False
+        if name == "EmbeddingColumn" and (column.ckpt_to_load_from is not None or column.max_norm is not None):
+            return False  # TF clipped the looked-up vectors to max_norm; Keras' Embedding does not
         return not linear and kind(inner) in _CATEGORICAL and converts(inner, linear=True)
     return False
 
@@ -111,7 +136,8 @@ def _vocabulary(column: Any) -> list:
     if kind(column) == "VocabularyListCategoricalColumn":
         return list(column.vocabulary_list)
     with tf.io.gfile.GFile(column.vocabulary_file) as file:
-        lines = file.read().splitlines()[: column.vocabulary_size]
+        # TF's text reader splits on "\n" only (str.splitlines would also split on "\x0b", "\x1c", ...)
+        lines = [line.removesuffix("\r") for line in file.read().split("\n")][: column.vocabulary_size]
     return lines if column.dtype.name == "string" else [int(line) for line in lines]
 
 
@@ -141,15 +167,15 @@ def _ids(column: Any, inputs: dict, name: str) -> tuple[Any, list[int | None]]:
         hashing = keras.layers.Hashing(num_bins=column.hash_bucket_size, name=f"{name}_hashing")
         return hashing(feature), list(range(column.hash_bucket_size))
     if kind(column) == "CrossedColumn":
-        # TF's cross takes its sparse inputs (the columns' ids) before its dense ones (raw features given dense,
-        # as numpy input_fns and FixedLenFeature give them), each group in the keys' order; the hash follows it.
+        # in the keys' order, which `_crossed_converts` made TF's order (the columns' ids, then raw features)
         crossed = []
         for index, key in enumerate(column.keys):
-            if kind(key) == "BucketizedColumn":
+            if isinstance(key, str):
+                crossed.append(inputs[key])
+            elif kind(key) == "BucketizedColumn":
                 crossed.append(_bucket_ids(key, inputs, f"{name}_{index}"))
-            elif not isinstance(key, str):
+            else:
                 crossed.append(_ids(key, inputs, f"{name}_{index}")[0])
-        crossed += [inputs[key] for key in column.keys if isinstance(key, str)]
         layer = keras.layers.HashedCrossing(num_bins=column.hash_bucket_size, name=f"{name}_crossing")
         return layer(crossed), list(range(column.hash_bucket_size))
     # identity: the ids are the values
@@ -183,7 +209,7 @@ def part(column: Any, inputs: dict, embedding_table: Any = None, prefix: str = "
     return Part(one_hot(ids), tf_of_keras)
 
 
-def weights_for(rows: list[int | None], weights: np.ndarray, offset: int = 0) -> np.ndarray:
-    """The rows of TF's `weights` a part's dimensions stand for (`offset`: where its block starts)."""
+def weights_for(rows: list[int | None], weights: np.ndarray) -> np.ndarray:
+    """The rows of TF's `weights` a part's dimensions stand for (None: a zero row)."""
     zero = np.zeros(weights.shape[1:], weights.dtype)
-    return np.stack([weights[offset + row] if row is not None else zero for row in rows])
+    return np.stack([weights[row] if row is not None else zero for row in rows])

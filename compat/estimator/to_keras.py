@@ -15,12 +15,12 @@ What each kind of Estimator becomes, with the weights of its newest checkpoint (
   the checkpoint's weights, the head's outputs as a dict). No TensorFlow graph code is inside: it saves
   as `.keras`, loads with `keras.saving.load_model`, and trains on with `fit` (compile it first). The
   string `classes` outputs are left out (Keras models compute numbers); `class_ids` index the label
-  vocabulary, and `keras_serving.export_saved_model` puts the strings back in a serving export.
+  vocabulary, and `export_keras_saved_model` (keras_serving.py) puts the strings back in an export.
 - Any other Estimator (a custom model_fn, other canned Estimators, other feature columns): its
   SavedModel export, written with `serving_input_receiver_fn`, wrapped in `keras.layers.TFSMLayer`:
   inference with the export's serving signature (the same input and output keys, so serving clients
   see no change); it cannot be trained on. A receiver is needed because the Estimator's export is.
-  Saved as `.keras`, it still reads the export folder, and loads after `import compat.estimator`
+  Saved as `.keras`, it still reads the export folder, and loads after `import compat.estimator.to_keras`
   with `keras.saving.load_model(path, safe_mode=False)` (Keras asks for that for SavedModel layers).
 
 Raises ConversionError (a ValueError) naming what is missing when a conversion cannot be made.
@@ -169,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     atomic.write_file(out, model.save)
     print(
         f"{out}: the export {export_dir}'s serving signature as a Keras model (inputs {sorted(model.input)}); "
-        "it reads that export, so keep the folder. Load it after `import compat.estimator` with "
+        "it reads that export, so keep the folder. Load it after `import compat.estimator.to_keras` with "
         "keras.saving.load_model(path, safe_mode=False), as Keras asks for a layer over a SavedModel"
     )
     return 0
