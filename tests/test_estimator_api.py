@@ -350,6 +350,11 @@ def test_a_program_loads_only_the_parts_of_the_package_it_uses(tmp_path):
     ) % str(tmp_path / "model_fn")
     model_fn_run = _loaded(tmp_path, model_fn_program)
     assert "compat.estimator.estimator" in model_fn_run and "tf_keras" not in model_fn_run
+    # a legacy program imports TensorFlow, then this package, and may build tf.compat.v1 layers before it
+    # reaches an Estimator name: they work from the import, as they always did (TF 2.21's stubs raise)
+    layers = _loaded(tmp_path, "import tensorflow as tf, compat.estimator\n"
+                               "assert tf.compat.v1.layers.Dense(2)(tf.ones([1, 3])).shape == (1, 2)")
+    assert "tf_keras" in layers
     canned = _loaded(tmp_path, "import compat.estimator as estimator; estimator.DNNClassifier([4], [])")
     assert "tf_keras" in canned  # the measurement sees it where it is loaded
     names = _loaded(tmp_path, "import compat.estimator as e, compat.estimator.v1 as v1; "

@@ -121,6 +121,18 @@ def _experimental() -> types.SimpleNamespace:
 _prepared = False
 
 
+def _prepare_if_tensorflow_loaded() -> None:
+    """A legacy program imports TensorFlow, then this package (its one added line), and may build
+    tf.compat.v1 layers before it reaches any Estimator name: with TensorFlow already loaded, making
+    them work costs nothing more, so it is done at once, as importing this package always did."""
+    global _prepared
+    if "tensorflow.python" in sys.modules:
+        from compat.core import tf_internals
+
+        tf_internals.install()
+        _prepared = True
+
+
 def __getattr__(name: str) -> Any:
     """A public name, loaded when first used and then kept as an attribute of this module.
 
@@ -234,3 +246,6 @@ def uninstall() -> None:
     global _prepared
     tf_internals.uninstall()
     _prepared = True  # a name used later does not patch again what this undid
+
+
+_prepare_if_tensorflow_loaded()
