@@ -357,7 +357,9 @@ def test_a_program_loads_only_the_parts_of_the_package_it_uses(tmp_path):
     assert "tf_keras" in layers
     canned = _loaded(tmp_path, "import compat.estimator as estimator; estimator.DNNClassifier([4], [])")
     assert "tf_keras" in canned  # the measurement sees it where it is loaded
-    names = _loaded(tmp_path, "import compat.estimator as e, compat.estimator.v1 as v1; "
+    names = _loaded(tmp_path, "import compat.estimator as e, compat.estimator.v1 as v1, compat.estimator.canned as c, "
+                              "compat.estimator.head as h; [getattr(c, n) for n in c.__all__]; "
+                              "[getattr(c, f'{n}V1') for n in c.V1_CLASSES]; [getattr(h, n) for n in h.__all__]; "
                       "[getattr(e, n) for n in e.__all__]; [getattr(v1, n) for n in v1.__all__]; "
                       "[getattr(e.experimental, n) for n in vars(e.experimental)]")
     assert "compat.estimator.canned.rnn" in names

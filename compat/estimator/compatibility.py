@@ -21,6 +21,8 @@ import json
 import os
 import sys
 
+from compat.estimator.canned import V1_CLASSES
+
 SAME = "as TF 2.15"
 DIFFERS = "differs"
 REFUSED = "refused"
@@ -221,23 +223,7 @@ _ROWS: dict[str, Entry] = {
         "the metric to model.compile(metrics=...)",
     ),
     # -- tf.compat.v1.estimator's own classes (compat/estimator/v1.py)
-    **{
-        f"compat.v1.estimator.{name}": Entry(SAME, _V1_CANNED)
-        for name in (
-            "BaselineClassifier",
-            "BaselineEstimator",
-            "BaselineRegressor",
-            "DNNClassifier",
-            "DNNEstimator",
-            "DNNRegressor",
-            "DNNLinearCombinedClassifier",
-            "DNNLinearCombinedEstimator",
-            "DNNLinearCombinedRegressor",
-            "LinearClassifier",
-            "LinearEstimator",
-            "LinearRegressor",
-        )
-    },
+    **{f"compat.v1.estimator.{name}": Entry(SAME, _V1_CANNED) for name in V1_CLASSES},
     "compat.v1.estimator.experimental.dnn_logit_fn_builder": Entry(SAME, "TF 1.x's: tf.compat.v1.layers variables"),
     "compat.v1.estimator.experimental.linear_logit_fn_builder": Entry(SAME, "TF 1.x's: tf.compat.v1 linear model"),
     "compat.v1.estimator.experimental.KMeans": Entry(

@@ -14,7 +14,8 @@ from typing import Any
 
 import lazy_loader
 
-_V1 = [  # the TF 1.x classes, `<Name>V1` here, `tf.compat.v1.estimator.<Name>` there
+# The TF 1.x classes: `<Name>V1` here, `tf.compat.v1.estimator.<Name>` there (and in compatibility.py).
+V1_CLASSES = (
     "BaselineClassifier",
     "BaselineEstimator",
     "BaselineRegressor",
@@ -27,28 +28,22 @@ _V1 = [  # the TF 1.x classes, `<Name>V1` here, `tf.compat.v1.estimator.<Name>` 
     "LinearClassifier",
     "LinearEstimator",
     "LinearRegressor",
-]
+)
+# The TF2 class and its TF 1.x twin (`<Name>V1`) live in the module named by the class's prefix.
+_MODULE_OF_PREFIX = {"DNNLinear": "dnn_linear_combined", "DNN": "dnn", "Linear": "linear", "Baseline": "baseline"}
+_CLASSES: dict[str, list[str]] = {}
+for _name in V1_CLASSES:
+    _module = next(module for prefix, module in _MODULE_OF_PREFIX.items() if _name.startswith(prefix))
+    _CLASSES.setdefault(_module, []).extend([_name, f"{_name}V1"])
 # Each class loads with its own module when first used: a program pays for the estimators it uses.
 _lazy_getattr, _, _ = lazy_loader.attach(
     __name__,
     submod_attrs={
-        "baseline": [name for name in _V1 if name.startswith("Baseline")],
-        "dnn": [name for name in _V1 if name.startswith("DNN") and "Linear" not in name],
-        "dnn_linear_combined": [name for name in _V1 if name.startswith("DNNLinear")],
-        "linear": [name for name in _V1 if name.startswith("Linear")],
+        **_CLASSES,
         "kmeans": ["KMeans"],
         "linear_sdca": ["LinearSDCA"],
         "parsing_utils": ["classifier_parse_example_spec", "regressor_parse_example_spec"],
         "rnn": ["RNNClassifier", "RNNEstimator"],
-    }
-    | {
-        module: [f"{name}V1" for name in _V1 if name.startswith(prefix) and (prefix != "DNN" or "Linear" not in name)]
-        for module, prefix in (
-            ("baseline", "Baseline"),
-            ("dnn", "DNN"),
-            ("dnn_linear_combined", "DNNLinear"),
-            ("linear", "Linear"),
-        )
     },
 )
 
@@ -75,7 +70,7 @@ def _mapping(name: str) -> dict:
     if name == "V1_CANNED":
         # tf.compat.v1.estimator.<name>: TF 1.x's canned classes (tf.compat.v1.train optimizers, SUM loss
         # reduction, TF 1.x feature columns and variable names) under the names TF 2.15 gave them there
-        return {base: _lazy_getattr(f"{base}V1") for base in _V1}
+        return {base: _lazy_getattr(f"{base}V1") for base in V1_CLASSES}
     if name == "V1_EXPERIMENTAL":
         # tf.compat.v1.estimator.experimental.<name> (beside the names it shares with tf.estimator.experimental);
         # the logit fn builders are TF 1.x's (tf.compat.v1.layers, TF 1.x feature columns, partitioners)
