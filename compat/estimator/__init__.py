@@ -29,6 +29,8 @@ from typing import Any
 
 import lazy_loader
 
+from compat.estimator import canned, head
+
 # Where each public name lives, loaded on first use. tests/test_estimator_api.py checks that every name of
 # TF 2.15's tf.estimator resolves, and that this table agrees with the modules.
 _HOOKS = [
@@ -50,25 +52,6 @@ _HOOKS = [
     "StopAtStepHook",
     "SummarySaverHook",
 ]
-_CANNED = {
-    "canned.baseline": ["BaselineClassifier", "BaselineEstimator", "BaselineRegressor"],
-    "canned.dnn": ["DNNClassifier", "DNNEstimator", "DNNRegressor"],
-    "canned.dnn_linear_combined": [
-        "DNNLinearCombinedClassifier",
-        "DNNLinearCombinedEstimator",
-        "DNNLinearCombinedRegressor",
-    ],
-    "canned.linear": ["LinearClassifier", "LinearEstimator", "LinearRegressor"],
-    "canned.parsing_utils": ["classifier_parse_example_spec", "regressor_parse_example_spec"],
-}
-_HEADS = {
-    "head.base_head": ["Head"],
-    "head.binary_class_head": ["BinaryClassHead"],
-    "head.multi_class_head": ["MultiClassHead"],
-    "head.multi_head": ["MultiHead"],
-    "head.multi_label_head": ["MultiLabelHead"],
-    "head.regression_head": ["LogisticRegressionHead", "PoissonRegressionHead", "RegressionHead"],
-}
 _lazy_getattr, _, _LAZY_NAMES = lazy_loader.attach(
     __name__,
     submodules=["export", "inputs", "tpu"],
@@ -84,8 +67,9 @@ _lazy_getattr, _, _LAZY_NAMES = lazy_loader.attach(
         "to_keras": ["to_keras"],
         "training": ["EvalSpec", "TrainSpec", "train_and_evaluate"],
         "warm_starting": ["VocabInfo", "WarmStartSettings"],
-        **_CANNED,
-        **_HEADS,
+        # the canned estimators and heads by their packages' own tables (those packages load nothing yet)
+        "canned": canned.__all__,
+        "head": head.__all__,
     },
 )
 
@@ -121,30 +105,22 @@ def _experimental() -> types.SimpleNamespace:
 _prepared = False
 
 
-def _prepare_if_tensorflow_loaded() -> None:
-    """A legacy program imports TensorFlow, then this package (its one added line), and may build
-    tf.compat.v1 layers before it reaches any Estimator name: with TensorFlow already loaded, making
-    them work costs nothing more, so it is done at once, as importing this package always did."""
+def _prepare() -> None:
+    """Makes tf.compat.v1.layers work (compat/core/tf_internals.py), once: model_fns are built from them."""
     global _prepared
-    if "tensorflow.python" in sys.modules:
-        from compat.core import tf_internals
+    from compat.core import tf_internals
 
-        tf_internals.install()
-        _prepared = True
+    tf_internals.install()
+    _prepared = True
 
 
 def __getattr__(name: str) -> Any:
     """A public name, loaded when first used and then kept as an attribute of this module.
 
-    The first one also makes tf.compat.v1.layers work (compat/core/tf_internals.py), as importing this
-    package did before its names loaded lazily: model_fns are built from them.
+    The first one also makes tf.compat.v1.layers work (`_prepare`), if the import did not.
     """
-    global _prepared
     if not _prepared and name in __all__:
-        from compat.core import tf_internals
-
-        tf_internals.install()
-        _prepared = True
+        _prepare()
     value: Any
     if name == "experimental":
         value = _experimental()
@@ -177,9 +153,7 @@ def install() -> None:
 
     from compat.core import tf_internals
 
-    global _prepared
-    tf_internals.install()
-    _prepared = True
+    _prepare()
     if _replaced:
         return
     from compat.estimator import v1 as estimator_v1
@@ -248,4 +222,8 @@ def uninstall() -> None:
     _prepared = True  # a name used later does not patch again what this undid
 
 
-_prepare_if_tensorflow_loaded()
+# A legacy program imports TensorFlow, then this package (its one added line), and may build tf.compat.v1
+# layers before it reaches any Estimator name: with TensorFlow loaded, preparing them costs nothing more,
+# so the import does it, as it always did. Without TensorFlow (the migration check) the first name does.
+if "tensorflow.python" in sys.modules:
+    _prepare()

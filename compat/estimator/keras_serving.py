@@ -52,13 +52,13 @@ def _parsed(serialized: tf.Tensor, parse_spec: dict, model: keras.Model) -> dict
     """The Keras model's inputs from serialized tf.Examples: one value per example for a variable-length
     feature (a missing one reads as empty, which every lookup takes as unknown)."""
     parsed = tf.io.parse_example(serialized, parse_spec)
-    batch = tf.shape(serialized)[0]
+    one_each = tf.stack([tf.cast(tf.shape(serialized)[0], tf.int64), 1])  # [examples, 1]
     features = {}
     for key, tensor in model.input.items():
         value = parsed[key]
         if isinstance(value, tf.SparseTensor):
-            first = tf.sparse.slice(value, [0, 0], tf.stack([tf.cast(batch, tf.int64), 1]))
-            first = tf.SparseTensor(first.indices, first.values, tf.stack([tf.cast(batch, tf.int64), 1]))
+            first = tf.sparse.slice(value, [0, 0], one_each)
+            first = tf.SparseTensor(first.indices, first.values, one_each)
             value = tf.sparse.to_dense(first, default_value="" if value.dtype == tf.string else 0)
         features[key] = tf.reshape(tf.cast(value, tensor.dtype), [-1, *tensor.shape[1:]])
     return features
