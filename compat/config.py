@@ -198,7 +198,7 @@ class TrainConfig:
 
     epochs: int = 15
     max_steps: int | None = None  # overrides epochs
-    learning_rate: float = 3e-3
+    learning_rate: float = 5e-3
     eval_every_steps: int | None = None  # None: once per epoch
     # TensorBoard scalars and the progress line every N steps (the Estimator's save_summary_steps and
     # log_step_count_steps, TF 2.15's default 100).
