@@ -38,7 +38,7 @@ run() {
   fi
 }
 run vs_tf215 bench/vs_tf215.py --data_dir "$data_dir" --rounds 3 "${venv_flag[@]}" --json "$out/vs_tf215.json"
-run time_to_accuracy bench/time_to_accuracy.py --data_dir "$data_dir" --rounds 2 "${venv_flag[@]}" --json "$out/time_to_accuracy.json"
+run time_to_accuracy bench/time_to_accuracy.py --data_dir "$data_dir" --rounds 3 "${venv_flag[@]}" --json "$out/time_to_accuracy.json"
 run startup bench/startup.py --rounds 6 "${venv_flag[@]}"
 run pipeline bench/pipeline.py --data_dir "$data_dir" --json "$out/pipeline.json"
 run memory bench/memory.py --data_dir "$data_dir"
