@@ -4,6 +4,7 @@
     compat.estimator   the library (TF 2.15's API): itself and compat.core
     compat.config      the application's settings: compat.core
     compat.data        the audio input: itself, compat.config and compat.core
+    compat.cache       the cache command's name before 0.2: compat.data
     compat.modes       the training modes: any of compat, and models
     models             the model registry: nothing of compat
 
@@ -26,6 +27,7 @@ ALLOWED = {
     "compat.estimator": ("compat.estimator", "compat.core"),
     "compat.config": ("compat.core",),
     "compat.data": ("compat.data", "compat.config", "compat.core"),
+    "compat.cache": ("compat.data",),
     "compat.modes": ("compat", "models"),
     "models": ("models",),
 }

@@ -137,7 +137,8 @@ def test_entries_can_be_listed_and_removed(tmp_path):
     assert cache.remove_entries(cache_dir, unused_for_seconds=3600) == []
     removed = cache.remove_entries(cache_dir, keys=[entries[0].key])
     assert [e.key for e in removed] == [entries[0].key]
-    listed = subprocess.run([sys.executable, "-m", "compat.data.cache", "list", f"--cache_dir={cache_dir}"],
+    # `compat.cache`: the command's name before 0.2, kept for scripts that call it
+    listed = subprocess.run([sys.executable, "-m", "compat.cache", "list", f"--cache_dir={cache_dir}"],
                             capture_output=True, text=True, check=True).stdout
     assert entries[1].key in listed and entries[0].key not in listed and "1 entry listed" in listed
     removed = subprocess.run([sys.executable, "-m", "compat.data.cache", "remove", f"--cache_dir={cache_dir}"],

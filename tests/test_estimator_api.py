@@ -335,8 +335,9 @@ def test_a_program_loads_only_the_parts_of_the_package_it_uses(tmp_path):
     check = _loaded(tmp_path, _command("compat.estimator.check", str(source)))
     # `tensorflow.python`: TensorFlow loaded (a lazy `tensorflow` entry in sys.modules is not loaded)
     assert "compat.estimator.compatibility" in check and "tensorflow.python" not in check
-    listing = _loaded(tmp_path, _command("compat.data.cache", "--cache_dir", str(tmp_path), "list"))
-    assert "compat.data.sources" in listing and "tensorflow.python" not in listing
+    for cache_command in ("compat.data.cache", "compat.cache"):  # the command's name now, and before 0.2
+        listing = _loaded(tmp_path, _command(cache_command, "--cache_dir", str(tmp_path), "list"))
+        assert "compat.data.sources" in listing and "tensorflow.python" not in listing
     model_fn_program = (
         "import tensorflow as tf, compat.estimator as estimator\n"
         "def model_fn(features, labels, mode):\n"
