@@ -124,6 +124,29 @@ def test_bad_audio_error_type_is_raised_outside_tf_data(tmp_path):
         data.audio._read_with_soundfile(str(tmp_path / "x.wav"), 16000)
 
 
+def test_every_cache_mode_gives_each_files_own_features_in_file_order(tmp_path):
+    """Features are computed on chunks of clips and cached in chunks; what a split yields must still be
+    each file's features computed alone, in the split's file order, whether the cache is cold or warm."""
+    root = write_class_folders(tmp_path / "data", per_class=25)
+    config = data.PipelineConfig(cache_dir=str(tmp_path / "cache"), batch_size=5, eval_fraction=0.5)
+    table = data.index(root, config).table("eval")
+    assert len(table) > 32  # more than one chunk of clips, and a last chunk that is not full
+    spec = config.feature_spec
+    alone = np.stack([
+        audio.compute_features(audio.fit_waveform(audio.decode_wav_file(tf.constant(path)), spec.clip_samples)[None],
+                               spec)[0].numpy()
+        for path in table.paths
+    ])
+    for cache in data.CACHE_MODES:
+        settings = data.PipelineConfig(**{**config.__dict__, "cache": cache})
+        for _ in ("cold", "warm"):
+            batches = list(data.build_dataset(root, settings, "eval"))
+            features = np.concatenate([batch["audio"].numpy() for batch, _ in batches])
+            labels = np.concatenate([batch_labels.numpy() for _, batch_labels in batches])
+            np.testing.assert_allclose(features, alone, rtol=1e-5, atol=1e-5, err_msg=cache)
+            assert labels.tolist() == list(table.labels), cache
+
+
 def test_a_split_of_wavs_decode_wav_reads_decodes_without_per_file_checks_to_the_same_features(tmp_path):
     root = write_class_folders(tmp_path / "data", per_class=4)
     config = data.PipelineConfig(cache="none", deterministic=True)
