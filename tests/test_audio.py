@@ -83,6 +83,25 @@ def test_only_wavs_that_decode_wav_reads_without_error_take_the_in_graph_path(tm
     assert not audio.all_decode_in_graph([pcm16, str(tmp_path / "missing.wav")], 16000)
 
 
+def test_headers_are_checked_a_block_at_a_time_and_the_first_bad_file_is_named(tmp_path):
+    """The header rule runs on blocks of files at once: a bad file anywhere, in any block, still counts,
+    a named pipe is answered without waiting for a writer, and the error names the first bad file."""
+    good = str(tmp_path / "a.wav")
+    soundfile.write(good, tone(440), 16000, subtype="PCM_16")
+    first_bad, second_bad = tmp_path / "first_bad.wav", tmp_path / "second_bad.wav"
+    first_bad.write_bytes(b"this is no audio" * 10)
+    second_bad.write_bytes(b"nor is this" * 10)
+    pipe = str(tmp_path / "pipe.wav")
+    os.mkfifo(pipe)
+    many = [good] * 1500  # more than one block
+    assert audio.all_decode_in_graph(many, 16000)
+    assert not audio.all_decode_in_graph([*many[:1200], str(first_bad), *many[1200:]], 16000)
+    assert not audio.all_decode_in_graph([*many, pipe], 16000)
+    audio.check_headers([*many, pipe], 16000)  # a pipe is left to the decoder
+    with pytest.raises(audio.BadAudioFileError, match="first_bad"):
+        audio.check_headers([*many[:1100], str(first_bad), str(second_bad)], 16000)
+
+
 @pytest.mark.parametrize("rate", [8000, 22050, 44100])
 def test_other_sample_rates_are_resampled(tmp_path, rate):
     path = str(tmp_path / "clip.wav")

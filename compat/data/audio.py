@@ -18,7 +18,7 @@ import functools
 import os
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from compat.core.errors import UserError
 LOG_OFFSET = 1e-6
 # A canonical WAV header: RIFF(12) + "fmt " chunk of 16 bytes (24) + "data" chunk header (8).
 _CANONICAL_WAV_HEADER_BYTES = 44
+_HEADER_BLOCK = 1024  # files whose headers are checked in one NumPy call
 
 
 class BadAudioFileError(UserError, ValueError):
@@ -157,8 +158,8 @@ def _little_endian(header: Any, start: int, length: int) -> Any:
 
 
 def _decodes_in_graph(header: Any, size: Any, sample_rate: int, xp: Any) -> Any:
-    """The one rule for `tf.audio.decode_wav`, on a header `[44]` of int64 bytes and the file's size, in `xp`:
-    NumPy (`np`) or TensorFlow's NumPy API (`tf.experimental.numpy`).
+    """The one rule for `tf.audio.decode_wav`, on headers `[..., 44]` of int64 bytes and the files' sizes `[...]`,
+    in `xp`: NumPy (`np`) or TensorFlow's NumPy API (`tf.experimental.numpy`).
 
     A 44-byte-header, 16-bit PCM WAV ("fmt " chunk of 16 bytes, format 1, 16 bits,
     then "data") at `sample_rate`, whose byte rate and block size agree with its
@@ -171,7 +172,7 @@ def _decodes_in_graph(header: Any, size: Any, sample_rate: int, xp: Any) -> Any:
     frame_bytes = 2 * channels
     data_bytes = _little_endian(header, 40, 4)
     return (
-        xp.all((header == _HEADER_TEMPLATE) | ~_HEADER_FIXED)
+        xp.all((header == _HEADER_TEMPLATE) | ~_HEADER_FIXED, axis=-1)
         & (_little_endian(header, 24, 4) == sample_rate)
         & (_little_endian(header, 28, 4) == sample_rate * frame_bytes)
         & (_little_endian(header, 32, 2) == frame_bytes)
@@ -196,29 +197,54 @@ def all_decode_in_graph(paths: Sequence[str], sample_rate: int) -> bool:
     Such files need none of `decode_audio`'s per-file check and branch (`decode_wav_file`):
     the check runs once per file in NumPy, before decoding, instead of in every file's
     graph, where with its branch it cost about a third of the decode stage's CPU
-    (bench/stages.py). It stops at the first file that fails. Files Python cannot open
-    (a `gs://` path) or that are not regular files (a named pipe) answer False: they take
-    the checked path. A file rewritten after this check and before it is read fails in
-    decode_wav with an error that does not name it, so the builder checks right before
-    each pass that reads the files.
+    (bench/stages.py). It stops after the first block of files with one that fails. Files
+    Python cannot open (a `gs://` path) or that are not regular files (a named pipe) answer
+    False: they take the checked path. A file rewritten after this check and before it is
+    read fails in decode_wav with an error that does not name it, so the builder checks
+    right before each pass that reads the files.
     """
-    return all(_decodes_in_graph_by_header(path, sample_rate) for path in paths)
+    return all(bool(passes.all()) for _, passes, _ in _header_blocks(paths, sample_rate))
 
 
-def _decodes_in_graph_by_header(path: str, sample_rate: int) -> bool | None:
-    """`_decodes_in_graph` for one file by its first 44 bytes; None for a file Python cannot read here
-    (a `gs://` path, a missing file) or that is not a regular file (a named pipe)."""
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        with open(path, "rb") as stream:
-            head = stream.read(_CANONICAL_WAV_HEADER_BYTES)
-    except OSError:
-        return None
-    header = np.zeros(_CANONICAL_WAV_HEADER_BYTES, np.int64)
-    header[: len(head)] = np.frombuffer(head, np.uint8)
-    return bool(_decodes_in_graph(header, info.st_size, sample_rate, np))
+def _header_blocks(paths: Sequence[str], sample_rate: int) -> Iterator[tuple[Sequence[str], np.ndarray, np.ndarray]]:
+    """`(paths, passes [n], readable [n])` for blocks of `paths` in order: whether each file passes
+    `_decodes_in_graph` by its header, and whether Python could read it here.
+
+    The rule runs on a block's headers at once: one set of NumPy calls per block instead
+    of a dozen calls per file, which cost more than reading the headers (FSDD's 3,000
+    files: 34 us a file checked one by one, under 5 us in blocks).
+    """
+    for start in range(0, len(paths), _HEADER_BLOCK):
+        block = paths[start : start + _HEADER_BLOCK]
+        headers, sizes, readable = _read_headers(block)
+        yield block, _decodes_in_graph(headers, sizes, sample_rate, np) & readable, readable
+
+
+def _read_headers(paths: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The files' first 44 bytes `[n, 44]` (int64; zeros past a short file's end), their sizes `[n]`,
+    and whether Python could read each here `[n]`: not a `gs://` path, a missing file or a named pipe."""
+    raw = bytearray(len(paths) * _CANONICAL_WAV_HEADER_BYTES)
+    sizes = np.zeros(len(paths), np.int64)
+    readable = np.zeros(len(paths), bool)
+    for i, path in enumerate(paths):
+        try:
+            # Non-blocking: a named pipe's open would wait for a writer; its fstat then turns it away.
+            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except (OSError, ValueError):  # ValueError: a NUL in the path
+            continue
+        try:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            head = os.read(descriptor, _CANONICAL_WAV_HEADER_BYTES)
+        except OSError:
+            continue
+        finally:
+            os.close(descriptor)
+        raw[i * _CANONICAL_WAV_HEADER_BYTES : i * _CANONICAL_WAV_HEADER_BYTES + len(head)] = head
+        sizes[i], readable[i] = info.st_size, True
+    headers = np.frombuffer(bytes(raw), np.uint8).reshape(len(paths), _CANONICAL_WAV_HEADER_BYTES)
+    return headers.astype(np.int64), sizes, readable
 
 
 def check_headers(paths: Sequence[str], sample_rate: int) -> None:
@@ -231,9 +257,9 @@ def check_headers(paths: Sequence[str], sample_rate: int) -> None:
     is still found when the file is decoded. Files Python cannot open here (a
     `gs://` path, a pipe) are left to the decoder.
     """
-    for path in paths:
-        if _decodes_in_graph_by_header(path, sample_rate) is False:
-            _check_header(path)
+    for block, passes, readable in _header_blocks(paths, sample_rate):
+        for i in np.flatnonzero(readable & ~passes):  # in order: the first bad file is named
+            _check_header(block[int(i)])
 
 
 def decode_wav_file(path: tf.Tensor) -> tf.Tensor:
