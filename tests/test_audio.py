@@ -98,8 +98,10 @@ def test_headers_are_checked_a_block_at_a_time_and_the_first_bad_file_is_named(t
     assert not audio.all_decode_in_graph([*many[:1200], str(first_bad), *many[1200:]], 16000)
     assert not audio.all_decode_in_graph([*many, pipe], 16000)
     audio.check_headers([*many, pipe], 16000)  # a pipe is left to the decoder
-    with pytest.raises(audio.BadAudioFileError, match="first_bad"):
-        audio.check_headers([*many[:1100], str(first_bad), str(second_bad)], 16000)
+    with pytest.raises(audio.BadAudioFileError, match="first_bad"):  # a bad file in each of two blocks
+        audio.check_headers([*many[:500], str(first_bad), *many[500:1400], str(second_bad)], 16000)
+    with pytest.raises(audio.BadAudioFileError, match="second_bad"):  # in the second block only
+        audio.check_headers([*many[:1400], str(second_bad)], 16000)
 
 
 @pytest.mark.parametrize("rate", [8000, 22050, 44100])

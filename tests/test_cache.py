@@ -146,6 +146,15 @@ def test_entries_can_be_listed_and_removed(tmp_path):
     assert "1 entry removed" in removed and cache.list_entries(cache_dir) == []
 
 
+def test_scripts_written_before_0_2_find_the_cache_under_its_old_name():
+    from compat import cache as old_name
+
+    assert old_name.fingerprint is cache.fingerprint and old_name.list_entries is cache.list_entries
+    assert old_name.CacheUnavailableError is cache.CacheUnavailableError
+    with pytest.raises(AttributeError):
+        old_name.no_such_name  # noqa: B018
+
+
 @pytest.mark.parametrize("damage", ["flip a byte", "truncate", "delete"])
 def test_a_damaged_entry_is_found_before_its_data_is_read_and_rebuilt(tmp_path, caplog, damage):
     root = write_class_folders(tmp_path / "data", per_class=10)

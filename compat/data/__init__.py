@@ -20,9 +20,14 @@ import importlib
 from typing import Any
 
 _BUILDER = "compat.data.builder"
+# `from compat.data import cache` asks this module for the name before it imports the submodule: it must
+# get the submodule (the cache command imports no TensorFlow), not a lookup in the builder.
+_SUBMODULES = ("audio", "builder", "cache", "fetch", "service", "sources", "synthetic")
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     builder = importlib.import_module(_BUILDER)
     if name in builder.__all__:
         return getattr(builder, name)

@@ -228,15 +228,18 @@ def _read_headers(paths: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndar
     readable = np.zeros(len(paths), bool)
     for i, path in enumerate(paths):
         try:
-            # Non-blocking: a named pipe's open would wait for a writer; its fstat then turns it away.
+            # Never opened unless a regular file: opening a named pipe would wake (or wait for) its writer.
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                continue
+            # Non-blocking all the same: the path may have become a pipe since; fstat then turns it away.
             descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        except (OSError, ValueError):  # ValueError: a NUL in the path
+        except OSError:
             continue
         try:
             info = os.fstat(descriptor)
             if not stat.S_ISREG(info.st_mode):
                 continue
-            head = os.read(descriptor, _CANONICAL_WAV_HEADER_BYTES)
+            head = _read_up_to(descriptor, _CANONICAL_WAV_HEADER_BYTES)
         except OSError:
             continue
         finally:
@@ -245,6 +248,18 @@ def _read_headers(paths: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndar
         sizes[i], readable[i] = info.st_size, True
     headers = np.frombuffer(bytes(raw), np.uint8).reshape(len(paths), _CANONICAL_WAV_HEADER_BYTES)
     return headers.astype(np.int64), sizes, readable
+
+
+def _read_up_to(descriptor: int, size: int) -> bytes:
+    """The file's first `size` bytes, or all of a shorter one: one `os.read` may return fewer (FUSE,
+    network file systems)."""
+    head = b""
+    while len(head) < size:
+        more = os.read(descriptor, size - len(head))
+        if not more:
+            break
+        head += more
+    return head
 
 
 def check_headers(paths: Sequence[str], sample_rate: int) -> None:
