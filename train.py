@@ -9,6 +9,7 @@ Rerunning a command with the same --model_dir resumes it.
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import signal
 import sys
@@ -175,6 +176,26 @@ _FORWARD_ALL_BUT_NOISE = (
 )
 
 
+def _import_tensorflow_uncollected() -> None:
+    """Imports TensorFlow and Keras (quietly) with the cyclic garbage collector paused, then freezes
+    what the import made.
+
+    The import makes about 400,000 objects that live as long as the process. The collector scanned
+    them all at each full collection: five times during the import, collecting nothing (0.37 s of a
+    2 s import on 2 cores, 2026-12-04), and again at each full collection after (0.16-0.21 s each).
+    Frozen (`gc.freeze`), they are left out of every collection; what the run makes later is collected
+    as before.
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        _import_tensorflow_quietly()
+    finally:
+        gc.freeze()
+        if paused:
+            gc.enable()
+
+
 def _import_tensorflow_quietly() -> None:
     """Imports TensorFlow and Keras with file descriptor 2 sent through a filter that passes on every line
     but `_LOAD_NOISE`. Those lines come from C++ before Python can filter them, so only the descriptor can
@@ -317,7 +338,7 @@ def predict(model_dir: str, paths: list[str]) -> None:
 def main(argv: list[str]) -> None:
     if len(argv) > 1 and flags.FLAGS.mode != "predict":
         fail(f"unexpected arguments: {' '.join(argv[1:])} (flags are --name=value)")
-    _import_tensorflow_quietly()  # first: the imports below load TensorFlow
+    _import_tensorflow_uncollected()  # first: the imports below load TensorFlow
     from compat.core.checkpoints import CheckpointMismatchError
     from compat.core.errors import UserError
 
