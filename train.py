@@ -186,13 +186,13 @@ def _import_tensorflow_uncollected() -> None:
     Frozen (`gc.freeze`), they are left out of every collection; what the run makes later is collected
     as before.
     """
-    paused = gc.isenabled()
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         _import_tensorflow_quietly()
     finally:
         gc.freeze()
-        if paused:
+        if was_enabled:
             gc.enable()
 
 

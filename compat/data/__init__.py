@@ -17,12 +17,13 @@ does before TensorFlow may load, for `train.py`'s quiet start) must not import T
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import Any
 
 _BUILDER = "compat.data.builder"
 # `from compat.data import cache` asks this module for the name before it imports the submodule: it must
 # get the submodule (the cache command imports no TensorFlow), not a lookup in the builder.
-_SUBMODULES = ("audio", "builder", "cache", "fetch", "service", "sources", "synthetic")
+_SUBMODULES = frozenset(module.name for module in pkgutil.iter_modules(__path__))
 
 
 def __getattr__(name: str) -> Any:

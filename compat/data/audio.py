@@ -34,7 +34,7 @@ from compat.core.errors import UserError
 LOG_OFFSET = 1e-6
 # A canonical WAV header: RIFF(12) + "fmt " chunk of 16 bytes (24) + "data" chunk header (8).
 _CANONICAL_WAV_HEADER_BYTES = 44
-_HEADER_BLOCK = 1024  # files whose headers are checked in one NumPy call
+_HEADER_BLOCK = 1024  # files whose headers are checked together, by one set of NumPy calls
 
 
 class BadAudioFileError(UserError, ValueError):
