@@ -144,7 +144,9 @@ def install() -> None:
     """Makes `tf.estimator` this module, `tf.compat.v1.estimator` compat.estimator.v1 (TF 1.x's canned classes),
     `tf.keras.estimator.model_to_estimator` this module's,
     `tf.keras.optimizers.legacy.<Name>` Keras 3's optimizers (see keras_legacy.py) and
-    `tf.keras.layers.DenseFeatures` a Keras 3 layer over feature columns (see dense_features.py).
+    `tf.keras.layers.DenseFeatures` a Keras 3 layer over feature columns (see dense_features.py), and
+    TF 2.15's module paths importable: `tensorflow_estimator.*`, `tensorflow.python.estimator.*` and
+    `tensorflow.compat.v1.keras` (see legacy_modules.py).
 
     A legacy program calls it once, at its start, before using those names;
     `uninstall()` puts TensorFlow's own attributes back. Calling it twice is harmless.
@@ -156,6 +158,7 @@ def install() -> None:
     _prepare()
     if _replaced:
         return
+    from compat.estimator import legacy_modules
     from compat.estimator import v1 as estimator_v1
     from compat.estimator.dense_features import DenseFeatures
     from compat.estimator.keras_engine import model_to_estimator
@@ -172,9 +175,20 @@ def install() -> None:
         # `import tensorflow.keras.layers`, which Python may have loaded as a second copy of the same file)
         *((layers, "DenseFeatures", DenseFeatures) for layers in _keras_layers_modules(tf)),
     ]
+    # TF 2.15's module paths (`tensorflow_estimator.*`, `tensorflow.python.estimator.*`, `tensorflow.compat.v1.keras`):
+    # legacy_modules.py. `tf.compat.v1.keras` becomes tf_keras' TF 1.x API, as `import tensorflow.compat.v1.keras`
+    # gives it, so both spellings reach the same Keras 2 that TF 2.15 had there.
+    keras_v1 = importlib.import_module("tf_keras.api._v1.keras")
+    names += [
+        *((v1, "keras", keras_v1) for v1 in tf_internals.compat_v1_modules()),
+        (sys.modules["tensorflow.python"], "estimator", _MISSING),  # bound by the import system on first import
+    ]
     for owner, name, value in names:
         _replaced.append((owner, name, getattr(owner, name, _MISSING)))
-        setattr(owner, name, value)
+        if value is not _MISSING:
+            setattr(owner, name, value)
+    _replaced.append((sys.meta_path, "", None))
+    sys.meta_path.insert(0, legacy_modules.LegacyFinder())
     # `from tensorflow.estimator import DNNClassifier` (and the v1 and Keras spellings) imports them as
     # modules, as TF 2.15's lazily loaded packages allowed: the import system finds them in sys.modules
     for module_name, value in (
@@ -206,13 +220,22 @@ def uninstall() -> None:
     """Undoes `install()`, and what importing this package did (tf.compat.v1.layers: compat/core/tf_internals.py)."""
     while _replaced:
         owner, name, previous = _replaced.pop()
-        if owner is sys.modules:
+        if owner is sys.meta_path:
+            from compat.estimator import legacy_modules
+
+            sys.meta_path[:] = [
+                finder for finder in sys.meta_path if not isinstance(finder, legacy_modules.LegacyFinder)
+            ]
+            for served in legacy_modules.served_modules():
+                del sys.modules[served]
+        elif owner is sys.modules:
             if previous is _MISSING:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = previous  # type: ignore[assignment]
         elif previous is _MISSING:
-            delattr(owner, name)
+            if hasattr(owner, name):
+                delattr(owner, name)
         else:
             setattr(owner, name, previous)
     from compat.core import tf_internals

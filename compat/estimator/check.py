@@ -29,7 +29,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 
-from compat.estimator import compatibility
+from compat.estimator import compatibility, legacy_modules
 
 # What counts as the Estimator surface: uses below these names are reported (dotted below `tf.`).
 SURFACE = (
@@ -55,7 +55,11 @@ _MODULES = {
     "tensorflow": "tf",
     "tensorflow.compat.v1": "tf.compat.v1",
     "tensorflow.compat.v2": "tf",
-    "tensorflow_estimator": "tf",  # `from tensorflow_estimator import estimator`
+    "tensorflow_estimator": "tf",
+    # `from tensorflow_estimator import estimator`: TF 2.15's tensorflow_estimator package was TF 1.x's API
+    "tensorflow_estimator.estimator": "tf.compat.v1.estimator",
+    "tensorflow_estimator._api.v2": "tf",
+    "tensorflow_estimator._api.v1": "tf.compat.v1",
     "tensorflow_estimator.python.estimator.api._v2": "tf",
     "tensorflow_estimator.python.estimator.api._v1": "tf.compat.v1",
 }
@@ -109,7 +113,8 @@ class _Aliases(ast.NodeVisitor):
             if alias.name == "*":
                 self.stars.append(point)
             else:
-                self.names[alias.asname or alias.name] = f"{point}.{alias.name}"
+                full = _tf_point(f"{node.module}.{alias.name}")  # a module with a point of its own
+                self.names[alias.asname or alias.name] = full or f"{point}.{alias.name}"
         self._note_import(node)
 
     def _note_import(self, node: ast.stmt) -> None:
@@ -242,6 +247,31 @@ def _tf215_public() -> frozenset[str]:
     return frozenset(compatibility.tf215_names())
 
 
+_LEGACY_NOTE = "TF 2.15's module path: imports after compat.estimator.install() (docs/compatibility.md)"
+
+
+def _legacy_module_uses(tree: ast.AST, path: str) -> Iterator[Use]:
+    """Imports of TF 2.15's module paths (`tensorflow_estimator.python.estimator.*`,
+    `tensorflow.python.estimator.*`, `tensorflow.compat.v1.keras.*`), which install() serves."""
+    for node in ast.walk(tree):
+        imported: list[tuple[str, str | None]]
+        if isinstance(node, ast.Import):
+            imported = [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imported = [(node.module, alias.name) for alias in node.names]
+        else:
+            continue
+        for module, name in imported:
+            if not legacy_modules.is_served_path(module) or module in legacy_modules.PUBLIC_API:
+                continue
+            dotted = module if name is None else f"{module}.{name}"
+            if name is None or name == "*" or legacy_modules.had_name(module, name):
+                yield Use(path, node.lineno, dotted, compatibility.SAME, _LEGACY_NOTE)
+            else:
+                note = f"{name} was not a name of TF 2.15's {module}"
+                yield Use(path, node.lineno, dotted, compatibility.UNKNOWN, note)
+
+
 def check_source(source: str, path: str = "<string>") -> list[Use]:
     """Every use of the surface in `source`, in line order."""
     tree = ast.parse(source, filename=path)
@@ -255,7 +285,7 @@ def check_source(source: str, path: str = "<string>") -> list[Use]:
         if _missing_here(name):
             entry = compatibility.Entry(compatibility.UNKNOWN, "no such name in this namespace, here or in TF 2.15")
         uses.append(Use(path, line, name, entry.status, entry.note))
-    return uses
+    return sorted([*uses, *_legacy_module_uses(tree, path)], key=lambda use: (use.line, use.name))
 
 
 def python_files(paths: Iterable[str]) -> list[str]:
@@ -343,7 +373,8 @@ def _print_text(by_file: dict[str, list[Use]], unreadable: dict[str, str], diffs
     every_use = [use for uses in by_file.values() for use in uses]
     for path, uses in by_file.items():
         for use in uses:
-            note = f": {use.note}" if use.note and use.status != compatibility.SAME else ""
+            with_note = bool(use.note) and (use.status != compatibility.SAME or use.note == _LEGACY_NOTE)
+            note = f": {use.note}" if with_note else ""
             print(f"{use.path}:{use.line}: {use.name}  {use.status}{note}")
         if uses:
             counts = _summary(uses)

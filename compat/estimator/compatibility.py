@@ -398,7 +398,41 @@ def markdown() -> str:
         "|---|---|---|",
     ]
     lines += [f"| `{name}` | {entry.status} | {entry.described()} |" for name, entry in rows]
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", *_legacy_modules_markdown()]) + "\n"
+
+
+def _legacy_modules_markdown() -> list[str]:
+    """The section on TF 2.15's module paths: each module of tensorflow_estimator 2.15, how many of the names
+    it defined resolve after install(), and the ones that do not. Loads TensorFlow (it resolves each name)."""
+    from compat.estimator import legacy_modules
+
+    rows = [
+        (module, resolved, missing)
+        for module, (resolved, missing) in legacy_modules.coverage().items()
+        if module.startswith("tensorflow_estimator")
+    ]
+    resolved_count = sum(len(resolved) for _, resolved, _ in rows)
+    total = resolved_count + sum(len(missing) for _, _, missing in rows)
+    lines = [
+        "## TF 2.15's module paths",
+        "",
+        "Libraries built on tf.estimator import its modules by path. After `compat.estimator.install()`, every "
+        "module of tensorflow_estimator 2.15 imports, and so do TensorFlow 2.15's forwarding copies "
+        "`tensorflow.python.estimator.<module>` (the same names as `tensorflow_estimator.python.estimator.<module>`) "
+        "and `tensorflow.compat.v1.keras` (tf_keras' TF 1.x API, the Keras 2 that TF 2.15 had there). A name below "
+        "resolves to the project's counterpart; a name without one stops the import with one line naming the "
+        "closest public name. Names are those each module defined in TF 2.15, private ones included "
+        "(tests/helpers/tf215_module_names.py lists them under TF 2.15).",
+        "",
+        f"{resolved_count} of {total} names resolve, in {len(rows)} modules.",
+        "",
+        "| module | names | resolve | without a counterpart |",
+        "|---|---|---|---|",
+    ]
+    for module, resolved, missing in rows:
+        absent = ", ".join(f"`{name}`" for name in missing)
+        lines.append(f"| `{module}` | {len(resolved) + len(missing)} | {len(resolved)} | {absent} |")
+    return lines
 
 
 def main(argv: list[str]) -> int:

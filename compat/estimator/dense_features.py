@@ -93,6 +93,18 @@ class DenseFeatures(keras.layers.Layer):
         self._feature_columns = _dense_columns(feature_columns)
         self._state_manager = _LayerStateManager(self)
 
+    def __call__(self, features: Any, *args: Any, cols_to_output_tensors: dict | None = None, **kwargs: Any):
+        """As Keras 2's layer: `cols_to_output_tensors`, a dict of the caller's, gets each column's dense tensor.
+
+        Keras 3's `Layer.__call__` hands `call` copies of its arguments, so the caller's dict reaches `call`
+        beside them, for this call only (set past Keras' attribute tracking, which would wrap it).
+        """
+        object.__setattr__(self, "_outputs_sink", cols_to_output_tensors)
+        try:
+            return super().__call__(features, *args, **kwargs)
+        finally:
+            object.__setattr__(self, "_outputs_sink", None)
+
     def build(self, input_shape=None):
         for column in self._feature_columns:
             column.create_state(self._state_manager)
@@ -101,6 +113,8 @@ class DenseFeatures(keras.layers.Layer):
     def call(self, features: dict, cols_to_output_tensors: dict | None = None, training: bool | None = None):
         if not isinstance(features, dict):
             raise ValueError(f"We expected a dictionary here. Instead we got: {features}")
+        if cols_to_output_tensors is None:
+            cols_to_output_tensors = getattr(self, "_outputs_sink", None)
         cache = fc.FeatureTransformationCache(features)
         outputs = []
         for column in self._feature_columns:

@@ -9,6 +9,7 @@ graph engine, or a program reading the tensors itself), as TF 2.15's did.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,8 @@ import numpy as np
 import tensorflow as tf
 
 _DIRECT_KEY = "__direct_np_input_key__"
+# TF 2.15's pandas_io.HAS_PANDAS, which programs read before calling pandas_input_fn
+HAS_PANDAS = importlib.util.find_spec("pandas") is not None
 
 
 def _as_dict(data: Any, what: str) -> tuple[dict, bool]:

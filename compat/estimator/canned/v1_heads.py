@@ -26,6 +26,8 @@ with the v1 optimizer through `train_op_fn`, where TF 2.15 raised.
 
 from __future__ import annotations
 
+import abc
+import collections
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +39,71 @@ from compat.estimator.head import BinaryClassHead, MultiClassHead, RegressionHea
 from compat.estimator.model_fn import EstimatorSpec, ModeKeys
 
 V1Reduction = tf.compat.v1.losses.Reduction
+
+# What a TF 1.x head's `create_loss` returns (TF 2.15's `canned.head.LossSpec`): the reduced training loss, the
+# unreduced loss, the example weights and the labels as the loss took them.
+LossSpec = collections.namedtuple("LossSpec", ["training_loss", "unreduced_loss", "weights", "processed_labels"])
+
+
+class V1Head(abc.ABC):
+    """TF 1.x's head interface (TF 2.15's `canned.head._Head`), which libraries' own heads subclass.
+
+    A subclass gives `name`, `logits_dimension` and `create_loss`, and either `create_estimator_spec` or
+    `_create_tpu_estimator_spec` (whose TPUEstimatorSpec becomes the EstimatorSpec).
+    """
+
+    @property
+    @abc.abstractmethod
+    def name(self) -> str | None:
+        """The head's name (a suffix of its metric keys), or None."""
+
+    @property
+    @abc.abstractmethod
+    def logits_dimension(self) -> int:
+        """The size of the logits' last dimension."""
+
+    @abc.abstractmethod
+    def create_loss(self, features: Any, mode: str, logits: Any, labels: Any) -> LossSpec:
+        """The loss of `logits` against `labels`, as a LossSpec."""
+
+    def create_estimator_spec(
+        self,
+        features: Any,
+        mode: str,
+        logits: Any,
+        labels: Any = None,
+        optimizer: Any = None,
+        train_op_fn: Callable | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> EstimatorSpec:
+        """The EstimatorSpec a model_fn returns, from `_create_tpu_estimator_spec` unless a subclass overrides this.
+
+        Raises:
+            NotImplementedError: the subclass implements neither.
+        """
+        try:
+            spec = self._create_tpu_estimator_spec(
+                features, mode, logits, labels, optimizer, train_op_fn, regularization_losses
+            )
+        except NotImplementedError:
+            raise NotImplementedError(
+                "Subclasses of _Head must implement `create_estimator_spec()` or _create_tpu_estimator_spec()."
+            ) from None
+        return spec.as_estimator_spec()
+
+    def _create_tpu_estimator_spec(
+        self,
+        features: Any,
+        mode: str,
+        logits: Any,
+        labels: Any = None,
+        optimizer: Any = None,
+        train_op_fn: Callable | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> Any:
+        raise NotImplementedError("TPUEstimatorSpec not available for this model head.")
+
+
 _EPSILON = 1e-7  # TF 1.x's AUC: added to the counts so that an empty class gives a rate, not NaN
 
 

@@ -703,6 +703,49 @@ def add_loss_summaries(
             tf.compat.v1.summary.scalar(key(MetricKeys.LOSS_REGULARIZATION), tf.math.add_n(regularization_losses))
 
 
+def create_estimator_spec_train_op(
+    head_name: str | None,
+    optimizer: Any = None,
+    trainable_variables: Sequence[tf.Variable] | None = None,
+    train_op_fn: Callable[[tf.Tensor], Any] | None = None,
+    update_ops: Sequence[Any] | None = None,
+    regularized_training_loss: tf.Tensor | None = None,
+    loss_reduction: str = Reduction.SUM_OVER_BATCH_SIZE,
+) -> Any:
+    """`train_op_for` under TF 2.15's name and argument order, which custom heads (and libraries' heads) call."""
+    del head_name  # TF 2.15 took it and did not use it
+    return train_op_for(
+        regularized_training_loss, optimizer, trainable_variables, train_op_fn, update_ops, loss_reduction
+    )
+
+
+def create_estimator_spec_summary(
+    regularized_training_loss: tf.Tensor,
+    regularization_losses: Sequence[Any] | None = None,
+    summary_key_fn: Callable[[str], str] | None = None,
+) -> None:
+    """`add_loss_summaries` under TF 2.15's name, which custom heads call."""
+    add_loss_summaries(regularized_training_loss, regularization_losses, summary_key_fn)
+
+
+def create_eval_metrics_tuple(fn: Callable[..., dict], kwargs: dict) -> tuple[Callable[..., dict], dict]:
+    """`(metric_fn, tensors)` for a TPUEstimatorSpec's `eval_metrics` from a `fn` that also takes non-tensors.
+
+    A TPU metric function takes tensors only: the non-tensor arguments are bound here, the tensors passed later.
+
+    Args:
+        fn: returns `{name: (value, update_op)}` from the keyword arguments `kwargs`.
+        kwargs: the arguments, tensors and others.
+    """
+    tensors = {key: value for key, value in kwargs.items() if tf.is_tensor(value)}
+    others = {key: value for key, value in kwargs.items() if key not in tensors}
+
+    def metric_fn(**given: Any) -> dict:
+        return fn(**others, **given)
+
+    return metric_fn, tensors
+
+
 __all__ = [
     "CLASSIFY_SERVING_KEY",
     "DEFAULT_SERVING_KEY",
@@ -721,6 +764,9 @@ __all__ = [
     "check_prediction_keys",
     "class_names_from_ids",
     "classification_output",
+    "create_estimator_spec_summary",
+    "create_estimator_spec_train_op",
+    "create_eval_metrics_tuple",
     "dense_labels",
     "fn_args",
     "get_weights_and_check_match_logits",

@@ -1,8 +1,9 @@
 """Keras 2 artefacts under Keras 3: `tf.keras.optimizers.legacy` names, and the compile config of a `.h5`.
 
-`tf.keras.optimizers.legacy.<Name>` for TF 2.11-2.15 code, after `install()`: made eagerly (for
-`model.compile`), Keras 3's optimizer, warned once; made in a graph (a model_fn), tf_keras' legacy optimizer,
-TF 2.15's own class, which builds the graph's updates.
+`tf.keras.optimizers.legacy.<Name>` for TF 2.11-2.15 code, after `install()`: a subclass of tf_keras' legacy
+class, which libraries subclass in turn. Made eagerly by its own name (for `model.compile`), it gives Keras 3's
+optimizer, warned once; made in a graph (a model_fn) or as a subclass, tf_keras' legacy optimizer, TF 2.15's
+own class, which builds the graph's updates.
 
 TF 2.11-2.15 told Estimator users to use the legacy optimizers; Keras 3 keeps
 the names only to raise ImportError. These stand-ins build Keras 3's optimizer
@@ -24,39 +25,47 @@ _NAMES = ("Adadelta", "Adagrad", "Adam", "Adamax", "Ftrl", "Nadam", "RMSprop", "
 _warned = False
 
 
-def _legacy(name: str):
-    target = getattr(keras.optimizers, name)
+def _keras3_optimizer(name: str, args: tuple, kwargs: dict) -> keras.optimizers.Optimizer:
+    """Keras 3's optimizer of the same name, for a legacy optimizer made eagerly (`model.compile`)."""
+    global _warned
+    if not _warned:
+        tf.compat.v1.logging.warning(
+            "tf.keras.optimizers.legacy.%s made eagerly is Keras 3's keras.optimizers.%s under "
+            "compat.estimator (Keras 3 has no legacy optimizers); its state is saved in Keras 3's layout",
+            name,
+            name,
+        )
+        _warned = True
+    kwargs = dict(kwargs)
+    if "lr" in kwargs:
+        kwargs["learning_rate"] = kwargs.pop("lr")
+    decay = kwargs.pop("decay", 0.0)
+    if decay:
+        raise ValueError(
+            f"tf.keras.optimizers.legacy.{name}(decay={decay}): Keras 3 has no `decay`; give "
+            "learning_rate=keras.optimizers.schedules.InverseTimeDecay(...) instead"
+        )
+    return getattr(keras.optimizers, name)(*args, **kwargs)
 
-    def make(*args, **kwargs):
 
-        if not tf.executing_eagerly():
-            # in a graph (a model_fn): TF 2.15's own class, tf_keras' OptimizerV2, which builds graph updates
-            # (get_updates, minimize) and whose `iterations` a program may set to the global step
-            import tf_keras
+def _legacy_class(name: str) -> type:
+    """`tf.keras.optimizers.legacy.<name>` after install(): tf_keras' legacy class, which a library may subclass.
 
-            return getattr(tf_keras.optimizers.legacy, name)(*args, **kwargs)
-        global _warned
-        if not _warned:
-            tf.compat.v1.logging.warning(
-                "tf.keras.optimizers.legacy.%s made eagerly is Keras 3's keras.optimizers.%s under "
-                "compat.estimator (Keras 3 has no legacy optimizers); its state is saved in Keras 3's "
-                "layout",
-                name,
-                name,
-            )
-            _warned = True
-        if "lr" in kwargs:
-            kwargs["learning_rate"] = kwargs.pop("lr")
-        decay = kwargs.pop("decay", 0.0)
-        if decay:
-            raise ValueError(
-                f"tf.keras.optimizers.legacy.{name}(decay={decay}): Keras 3 has no `decay`; give "
-                "learning_rate=keras.optimizers.schedules.InverseTimeDecay(...) instead"
-            )
-        return target(*args, **kwargs)
+    Made in a graph (a model_fn), or as a subclass, it is TF 2.15's own class (tf_keras' OptimizerV2, which
+    builds graph updates and whose `iterations` a program may set to the global step). Made eagerly by its
+    own name, it is Keras 3's optimizer of that name, which `model.compile` of a Keras 3 model needs.
+    """
+    import tf_keras
 
-    make.__name__ = make.__qualname__ = name
-    return make
+    base = getattr(tf_keras.optimizers.legacy, name)
+
+    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
+        if cls is stand_in and tf.executing_eagerly():
+            return _keras3_optimizer(name, args, kwargs)  # not an instance of cls: __init__ is not called
+        return base.__new__(cls)
+
+    stand_in: type = type(name, (base,), {"__new__": __new__, "__module__": __name__, "__doc__": base.__doc__})
+    return stand_in
 
 
 def legacy_namespace() -> types.SimpleNamespace:
@@ -68,7 +77,7 @@ def legacy_namespace() -> types.SimpleNamespace:
     import tf_keras
 
     return types.SimpleNamespace(
-        **{name: _legacy(name) for name in _NAMES}, Optimizer=tf_keras.optimizers.legacy.Optimizer
+        **{name: _legacy_class(name) for name in _NAMES}, Optimizer=tf_keras.optimizers.legacy.Optimizer
     )
 
 

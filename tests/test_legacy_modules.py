@@ -1,0 +1,193 @@
+"""TF 2.15's module paths after install(): what libraries built on tf.estimator import by path.
+
+`tensorflow_estimator.*`, `tensorflow.python.estimator.*` and `tensorflow.compat.v1.keras.*` import after
+install() and are gone after uninstall(); their names are the project's counterparts; what libraries build
+on (a TF 1.x head subclass, DenseFeatures' cols_to_output_tensors, a subclass of a legacy optimizer) behaves
+as in TF 2.15. The libraries themselves run in tests/test_libraries.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import compat.estimator as estimator
+from compat.estimator import legacy_modules
+
+
+def _import(name: str):
+    return importlib.import_module(name)
+
+
+def test_every_module_of_tensorflow_estimator_2_15_imports_and_uninstall_removes_them(installed):
+    modules = list(legacy_modules.tf215_modules())
+    assert len(modules) > 100
+    for name in modules:
+        assert _import(name).__name__ == name or name in legacy_modules.PUBLIC_API
+    assert _import("tensorflow_estimator").estimator is estimator.v1  # TF 2.15's package was TF 1.x's API
+    assert _import("tensorflow_estimator._api.v2.estimator") is estimator
+    estimator.uninstall()
+    try:
+        for name in ("tensorflow_estimator", "tensorflow.python.estimator", "tensorflow.compat.v1.keras"):
+            assert name not in sys.modules
+            with pytest.raises(ImportError):
+                _import(name)
+        assert type(tf.compat.v1.keras).__name__ == "KerasLazyLoader"  # TensorFlow 2.21's own attribute again
+    finally:
+        estimator.install()  # for the fixture to undo
+
+
+def test_the_names_libraries_import_are_the_projects_counterparts(installed):
+    from tensorflow.python.estimator.canned import optimizers as forwarded
+    from tensorflow_estimator.python.estimator import estimator as estimator_lib
+    from tensorflow_estimator.python.estimator import mode_keys, model_fn
+    from tensorflow_estimator.python.estimator.canned import dnn, optimizers
+    from tensorflow_estimator.python.estimator.canned.head import _Head
+    from tensorflow_estimator.python.estimator.head import base_head
+    from tensorflow_estimator.python.estimator.tpu.tpu_estimator import TPUEstimatorSpec
+
+    assert estimator_lib.Estimator is estimator_lib.EstimatorV2 is estimator.Estimator
+    # in TF 2.15's canned modules the bare name is TF 1.x's class, `V2` tf.estimator's
+    assert dnn.DNNClassifier is estimator.v1.DNNClassifier and dnn.DNNClassifierV2 is estimator.DNNClassifier
+    assert callable(dnn.dnn_model_fn_v2) and mode_keys.ModeKeys is estimator.ModeKeys
+    assert model_fn._TPUEstimatorSpec is TPUEstimatorSpec
+    assert isinstance(optimizers.get_optimizer_instance("Adagrad", 0.1), tf.compat.v1.train.AdagradOptimizer)
+    assert forwarded.get_optimizer_instance is optimizers.get_optimizer_instance
+    assert optimizers._LEARNING_RATE == 0.05  # a constant of TF 2.15's module, as a fact
+    for name in ("create_estimator_spec_summary", "create_estimator_spec_train_op", "create_eval_metrics_tuple"):
+        assert callable(getattr(base_head, name))
+    config = estimator_lib.maybe_overwrite_model_dir_and_session_config(estimator.RunConfig(), "/tmp/somewhere")
+    assert config.model_dir == "/tmp/somewhere"
+    assert issubclass(_import("tensorflow.python.estimator.canned.head")._Head, _Head.__mro__[0])
+
+
+def test_a_name_without_a_counterpart_stops_with_one_line_naming_the_public_name(installed):
+    with pytest.raises(ImportError) as raised:
+        exec("from tensorflow_estimator.python.estimator.canned.timeseries.estimators import TimeSeriesRegressor")
+    message = str(raised.value)
+    assert "\n" not in message and "TimeSeriesRegressor" in message and "tf.estimator." in message
+    # a name TF 2.15's module never had is a plain AttributeError, as it was there
+    assert not hasattr(_import("tensorflow_estimator.python.estimator.canned.dnn"), "NoSuchName")
+
+
+def test_tf_compat_v1_keras_is_tf_kerass_v1_api_in_both_spellings(installed):
+    import tensorflow.compat.v1.keras as keras_v1
+    from tensorflow.compat.v1.keras.initializers import he_uniform
+
+    assert tf.compat.v1.keras is keras_v1 and keras_v1.__name__ == "tf_keras.api._v1.keras"
+    values = he_uniform(seed=50)(shape=(3, 4))
+    assert values.shape == (3, 4)
+
+
+def _dense_features_outputs(layer_class, graph: bool) -> dict:
+    columns = [tf.feature_column.numeric_column("a"), tf.feature_column.numeric_column("b", shape=(2,))]
+    features = {"a": [[1.0], [2.0]], "b": [[1.0, 2.0], [3.0, 4.0]]}
+    outputs: dict = {}
+    with tf.Graph().as_default() if graph else tf.init_scope():
+        layer_class(columns)(
+            {key: tf.constant(value) for key, value in features.items()}, cols_to_output_tensors=outputs
+        )
+    return {column.name: tuple(tensor.shape) for column, tensor in outputs.items()}
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
+def test_dense_features_fills_the_callers_cols_to_output_tensors(installed, graph):
+    expected = {"a": (2, 1), "b": (2, 2)}
+    assert _dense_features_outputs(tf.keras.layers.DenseFeatures, graph) == expected
+    assert _dense_features_outputs(tf.compat.v1.keras.layers.DenseFeatures, graph) == expected
+
+
+def test_a_librarys_subclass_of_a_legacy_optimizer_trains_a_model_fn(installed, tmp_path):
+    class ClippedSGD(tf.keras.optimizers.legacy.SGD):  # as privacy libraries subclass it
+        def get_gradients(self, loss, params):
+            return [tf.clip_by_norm(gradient, 1.0) for gradient in super().get_gradients(loss, params)]
+
+    assert isinstance(tf.keras.optimizers.legacy.Adam(1e-3), tf.keras.optimizers.Adam)  # by its name, eagerly
+
+    def model_fn(features, labels, mode):
+        logits = tf.compat.v1.layers.dense(features["x"], 1)
+        loss = tf.compat.v1.losses.mean_squared_error(labels, logits)
+        optimizer = ClippedSGD(0.1)
+        optimizer.iterations = tf.compat.v1.train.get_or_create_global_step()
+        train_op = optimizer.get_updates(loss, tf.compat.v1.trainable_variables())[0]
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    x = np.linspace(-1, 1, 64, dtype=np.float32)[:, None]
+    input_fn = estimator.inputs.numpy_input_fn({"x": x}, 3 * x, batch_size=16, num_epochs=None, shuffle=True)
+    trained = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path))
+    trained.train(input_fn, steps=60)
+    assert trained.get_variable_value("global_step") == 60
+    assert abs(float(trained.get_variable_value("dense/kernel")[0, 0]) - 3.0) < 0.5
+
+
+def test_a_tf1_head_subclass_trains_evaluates_and_predicts(installed, tmp_path):
+    from tensorflow.python.estimator.canned.head import LossSpec, _Head
+
+    class MeanSquaredHead(_Head):  # a library's own head, written against TF 1.x's interface
+        name = None
+        logits_dimension = 1
+
+        def create_loss(self, features, mode, logits, labels):
+            unreduced = tf.square(logits - labels)
+            return LossSpec(tf.reduce_mean(unreduced), unreduced, 1.0, labels)
+
+        def create_estimator_spec(self, features, mode, logits, labels=None, train_op_fn=None, **unused):
+            if mode == tf.estimator.ModeKeys.PREDICT:
+                return tf.estimator.EstimatorSpec(mode, predictions={"value": logits})
+            loss = self.create_loss(features, mode, logits, labels).training_loss
+            metrics = {"mse": tf.compat.v1.metrics.mean_squared_error(labels, logits)}
+            train_op = train_op_fn(loss) if mode == tf.estimator.ModeKeys.TRAIN else None
+            return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, eval_metric_ops=metrics)
+
+    def model_fn(features, labels, mode):
+        logits = tf.compat.v1.layers.dense(features["x"], 1)
+        optimizer = tf.compat.v1.train.GradientDescentOptimizer(0.1)
+
+        def train_op_fn(loss):
+            return optimizer.minimize(loss, tf.compat.v1.train.get_global_step())
+
+        return MeanSquaredHead().create_estimator_spec(features, mode, logits, labels, train_op_fn=train_op_fn)
+
+    x = np.linspace(-1, 1, 64, dtype=np.float32)[:, None]
+    train = estimator.inputs.numpy_input_fn({"x": x}, 2 * x, batch_size=16, num_epochs=None, shuffle=True)
+    once = estimator.inputs.numpy_input_fn({"x": x}, 2 * x, batch_size=16, num_epochs=1, shuffle=False)
+    trained = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path))
+    trained.train(train, steps=100)
+    metrics = trained.evaluate(once)
+    assert set(metrics) == {"loss", "mse", "global_step"} and metrics["mse"] < 0.05
+    predictions = [p["value"][0] for p in trained.predict(once)]
+    assert np.allclose(predictions, 2 * x[:, 0], atol=0.3)
+
+
+def test_an_abstract_tf1_head_is_refused_as_in_tf_2_15(installed):
+    from tensorflow.python.estimator.canned.head import _Head
+
+    class NoLoss(_Head):
+        name = "x"
+        logits_dimension = 1
+
+    with pytest.raises(TypeError, match="abstract"):
+        NoLoss()
+
+
+def test_the_check_says_these_imports_run_after_install(tmp_path):
+    program = tmp_path / "library.py"
+    program.write_text(
+        "import tensorflow as tf\n"
+        "from tensorflow.python.estimator.canned.head import _Head\n"
+        "from tensorflow_estimator.python.estimator.canned import optimizers\n"
+        "from tensorflow.compat.v1.keras.initializers import he_uniform\n"
+        "from tensorflow_estimator.python.estimator.canned.dnn import NotInTF215\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "compat.estimator.check", str(program)], capture_output=True, text=True, check=False
+    )
+    lines = result.stdout.splitlines()
+    assert any("canned.head._Head  as TF 2.15: TF 2.15's module path: imports after" in line for line in lines)
+    assert any("compat.v1.keras.initializers.he_uniform  as TF 2.15" in line for line in lines)
+    assert any("NotInTF215  unknown: NotInTF215 was not a name of TF 2.15's" in line for line in lines)

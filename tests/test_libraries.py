@@ -1,0 +1,71 @@
+"""Libraries built on tf.estimator run unchanged after compat.estimator.install(), as under TensorFlow 2.15.
+
+Each library is installed from the package index as its users install it (tests/helpers/libraries.py) and
+driven by a program of ours; its run here is compared with TF 2.15's run of the same program
+(tests/data/tf215_libraries.json): metric keys, checkpoint variable names and shapes, prediction keys and
+export signatures equal, accuracy-like figures within 0.10. Skipped, with the reason, only when the package
+index cannot be reached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "helpers"))
+
+import libraries  # noqa: E402
+
+TF215 = json.load(open(os.path.join(os.path.dirname(__file__), "data", "tf215_libraries.json")))
+pytestmark = pytest.mark.slow
+
+
+def _run(name: str, tmp_path) -> dict:
+    try:
+        result = libraries.run_driver(name, sys.executable, str(tmp_path), with_compat=True)
+    except libraries.IndexUnreachable as error:
+        pytest.skip(f"the package index is unreachable: {error}")
+    assert result["status"] == "ok", result.get("error") or result.get("traceback_tail")
+    return result
+
+
+@pytest.fixture(scope="module")
+def deepctr(tmp_path_factory) -> dict:
+    return _run("deepctr", tmp_path_factory.mktemp("deepctr"))
+
+
+def _variables(result: dict) -> dict:
+    return {name: shape for name, shape in result["checkpoint_variables"]}
+
+
+def _close(ours: dict, theirs: dict, keys: list[str], within: float = 0.10) -> None:
+    for key in keys:
+        assert abs(ours[key] - theirs[key]) <= within, (key, ours[key], theirs[key])
+
+
+@pytest.mark.parametrize("model", ["deepfm", "wdl"])
+def test_deepctr_estimators_train_evaluate_predict_and_export_as_under_tf_2_15(model, deepctr):
+    ours = deepctr["models"][model]
+    theirs = TF215["deepctr"]["models"][model]
+    assert ours["estimator_class"] == "compat.estimator.estimator.Estimator"
+    assert sorted(ours["eval_metrics"]) == sorted(theirs["eval_metrics"])
+    _close(ours["eval_metrics"], theirs["eval_metrics"], ["AUC", "LogLoss", "label/mean", "prediction/mean"])
+    assert _variables(ours) == _variables(theirs)
+    assert ours["prediction_keys"] == theirs["prediction_keys"]
+    assert ours["prediction_shapes"] == theirs["prediction_shapes"]
+    assert ours["export"]["meta_graphs"] == theirs["export"]["meta_graphs"]
+
+
+def test_tf_ranking_libsvm_flow_trains_evaluates_exports_and_predicts_as_under_tf_2_15(tmp_path):
+    ours, theirs = _run("tf_ranking", tmp_path), TF215["tf_ranking"]
+    for split in ("vali_metrics", "test_metrics"):
+        assert sorted(ours[split]) == sorted(theirs[split])
+        ndcg = [key for key in theirs[split] if key.startswith("metric/ndcg")]
+        _close(ours[split], theirs[split], [*ndcg, "metric/ordered_pair_accuracy", "metric/mrr"])
+    assert _variables(ours) == _variables(theirs)
+    assert ours["export"] == theirs["export"] and ours["export_versions"] >= 1
+    for key in ("num_rows", "row_type", "row_shape"):
+        assert ours["predict"][key] == theirs["predict"][key]
