@@ -631,3 +631,37 @@ def test_a_2019_style_program_prints_no_more_on_stderr_than_on_tf_2_15(tmp_path)
              if line.strip() and not any(words in line for words in STARTUP_LINES)]
     assert not [line for line in lines if "Type inference failed" in line]
     assert len(lines) <= recorded["stderr_lines"], "\n".join(lines)
+
+
+def _seeded_run(model_dir, seed):
+    """Trains a model_fn of tf.compat.v1.layers and Keras 3 layers, none given a seed of its own, 20 steps."""
+
+    def seeded_model_fn(features, labels, mode):
+        hidden = tf.compat.v1.layers.dense(features["x"], 8, activation=tf.nn.relu, name="v1_dense")
+        logits = tf.keras.layers.Dense(3, name="keras_dense")(hidden)
+        loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+            loss, tf.compat.v1.train.get_global_step()
+        )
+        metrics = {"accuracy": tf.compat.v1.metrics.accuracy(labels, tf.argmax(logits, 1))}
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, eval_metric_ops=metrics)
+
+    x = np.random.RandomState(0).normal(size=(96, 4)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int32) + (x[:, 1] > 1).astype(np.int32)
+    train = estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=16, num_epochs=None, shuffle=False)
+    once = estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=32, num_epochs=1, shuffle=False)
+    run = estimator.Estimator(seeded_model_fn, model_dir=str(model_dir), config=estimator.RunConfig(tf_random_seed=seed))
+    run.train(train, steps=20)
+    names = [name for name in run.get_variable_names() if name.endswith("kernel")]
+    return {name: run.get_variable_value(name) for name in names}, run.evaluate(once)
+
+
+def test_tf_random_seed_gives_two_runs_the_same_weights_and_metrics(tmp_path):
+    first_weights, first_metrics = _seeded_run(tmp_path / "first", seed=42)
+    second_weights, second_metrics = _seeded_run(tmp_path / "second", seed=42)
+    assert sorted(first_weights) == ["keras_dense/kernel", "v1_dense/kernel"]
+    for name, value in first_weights.items():
+        np.testing.assert_array_equal(value, second_weights[name], err_msg=name)
+    assert first_metrics == second_metrics
+    other_weights, _ = _seeded_run(tmp_path / "other", seed=7)
+    assert not np.array_equal(other_weights["v1_dense/kernel"], first_weights["v1_dense/kernel"])

@@ -195,6 +195,12 @@ _ROWS: dict[str, Entry] = {
         DIFFERS,
         cases=(
             Case(
+                ("tf_random_seed=",),
+                "tf_random_seed also seeds the initializers a model_fn makes without a seed (tf.compat.v1.layers' "
+                "and Keras layers' defaults), so two runs with the same seed and data give the same weights and "
+                "metrics; TF 2.15's started from different weights whatever the seed",
+            ),
+            Case(
                 _DISTRIBUTED,
                 "with train_distribute in a cluster, the task's properties come from TF_CONFIG (TF 2.15 left "
                 "them to its distribute coordinator; as there, an evaluator's is_chief is True)",
