@@ -468,3 +468,21 @@ def test_a_class_without_test_clips_is_logged_and_its_accuracy_is_null(tmp_path,
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["per_class_accuracy"]["rare"] is None
     assert all(isinstance(metrics["per_class_accuracy"][name], float) for name in ("high", "low"))
+
+
+def test_ctrl_c_during_the_final_export_then_the_same_command_makes_it(tiny_data, tmp_path):
+    model_dir = tmp_path / "run"
+    flags = [*_common(tiny_data, tmp_path), "--mode=estimator", "--max_steps=12", "--eval_every_steps=6",
+             f"--model_dir={model_dir}"]
+    # exports: best/ at step 6, then final/ at step 12 (its SavedModel written, not yet published)
+    process = start_paused("export:2", os.path.join(REPO, "train.py"), *flags, stderr_to=tmp_path / "stderr.txt")
+    final = model_dir / "export" / "final"
+    assert [path.name.startswith(".tmp-") for path in final.iterdir()] == [True]
+    process.send_signal(signal.SIGINT)
+    process.wait(timeout=120)
+    assert process.returncode == 130, (tmp_path / "stderr.txt").read_text()[-3000:]
+    result = train_in_process(*flags)
+    assert result.returncode == 0, result.stderr[-3000:]
+    exports = sorted(path.name for path in final.iterdir())
+    assert len(exports) == 1 and exports[0].isdigit(), exports
+    assert (final / exports[0] / "saved_model.pb").exists()

@@ -26,6 +26,7 @@ import contextlib
 import csv
 import io
 import logging
+import os
 import time
 from collections.abc import Iterator
 
@@ -81,11 +82,15 @@ def train_and_evaluate(run: Run) -> dict | None:
     with _evaluations_labelled("test split"):
         test = est.evaluate(run.input_fn("test"), name="test")
     cluster = run_config.cluster_spec.as_dict()
-    if cluster and "evaluator" not in cluster:  # in a cluster the evaluator exports; without one, the chief
-        checkpoint = est.latest_checkpoint()
-        assert checkpoint is not None  # just evaluated
-        for exporter in exporters:
-            exporter.export(est, run.path(model_folder.ESTIMATOR_EXPORTS, exporter.name), checkpoint, test, True)
+    checkpoint = est.latest_checkpoint()
+    assert checkpoint is not None  # just evaluated
+    for exporter in exporters:
+        folder = run.path(model_folder.ESTIMATOR_EXPORTS, exporter.name)
+        # In a cluster the evaluator exports; without one, the chief. A rerun of a finished folder trains
+        # nothing, so nothing exports (TF 2.15's train_and_evaluate): an export a stopped run did not finish
+        # (Ctrl-C, a kill) is made here, from the last checkpoint.
+        if (cluster and "evaluator" not in cluster) or not _has_export(folder):
+            exporter.export(est, folder, checkpoint, test, True)
     evaluations = read_eval_metrics(est.eval_dir())
     _write_history(run.path(model_folder.HISTORY), evaluations)
     extra = {}
@@ -100,6 +105,11 @@ def train_and_evaluate(run: Run) -> dict | None:
     return run.write_metrics(
         test, int(test["global_step"]), start_step, train_seconds, **run.confusion(labels, predicted), **extra
     )
+
+
+def _has_export(folder: str) -> bool:
+    """Whether `folder` holds a whole export (a timestamped folder; a temporary one is a stopped writer's)."""
+    return os.path.isdir(folder) and any(name.isdigit() for name in os.listdir(folder))
 
 
 _RESULTS_LINE = "Saving dict for global step"  # the Estimator's line for each evaluation's results (TF 2.15's)

@@ -3,6 +3,7 @@
     python pause.py [--install] checkpoint:STEP PROGRAM [ARGS...]
     python pause.py [--install] trial:N PROGRAM [ARGS...]
     python pause.py [--install] run:N PROGRAM [ARGS...]
+    python pause.py [--install] export:N PROGRAM [ARGS...]
 
 `checkpoint:STEP`: once a checkpoint at step STEP or later has been written
 whole (`tf.train.CheckpointManager.save`, as --mode=keras and the Keras engine
@@ -11,7 +12,9 @@ prints `paused after <checkpoint path>` and sleeps until it is killed or
 interrupted (or, with `PAUSE_RELEASE=FILE`, until FILE exists). `trial:N`: the same once keras-tuner has recorded its N-th trial
 as ended. `run:N`: the same once this process's training session
 (`MonitoredSession.run`, as the graph engine trains) has run N steps, for a
-task that saves no checkpoint (a worker of a cluster). `--install` calls `compat.estimator.install()` first, as a legacy
+task that saves no checkpoint (a worker of a cluster). `export:N`: once the process's N-th SavedModel
+(`tf.saved_model.save`, as every export writes one) is on disk in its temporary folder, before it is
+published under its final name. `--install` calls `compat.estimator.install()` first, as a legacy
 program's one added line would.
 
 A test that polls a model folder and then kills the process races the
@@ -83,6 +86,22 @@ def _pause_at_run(count: int) -> None:
     tf.compat.v1.train.MonitoredSession.run = wrapped
 
 
+def _pause_at_export(count: int) -> None:
+    import tensorflow as tf
+
+    saved = []
+    save = tf.saved_model.save
+
+    def wrapped(obj, export_dir, *args, **kwargs):
+        result = save(obj, export_dir, *args, **kwargs)
+        saved.append(export_dir)
+        if len(saved) >= count:
+            _hold(str(export_dir))
+        return result
+
+    tf.saved_model.save = wrapped
+
+
 def _pause_at_trial(count: int) -> None:
     import keras_tuner
 
@@ -106,7 +125,9 @@ def main() -> None:
         args = args[1:]
     point, program, *rest = args
     kind, _, value = point.partition(":")
-    {"checkpoint": _pause_at_checkpoint, "trial": _pause_at_trial, "run": _pause_at_run}[kind](int(value))
+    points = {"checkpoint": _pause_at_checkpoint, "trial": _pause_at_trial, "run": _pause_at_run,
+              "export": _pause_at_export}
+    points[kind](int(value))
     if install:
         import compat.estimator
 
