@@ -391,3 +391,36 @@ def test_a_run_refused_before_it_trains_leaves_no_folder_it_made(tmp_path, class
     result = train_in_process("--dataset=folder", f"--data_dir={tmp_path / 'missing'}", f"--model_dir={kept}",
                               "--max_steps=4")
     assert result.returncode == 2 and sorted(os.listdir(kept)) == ["notes.txt"]
+
+
+def test_a_cache_dir_that_is_a_file_stops_train_py_before_it_runs_leaving_no_folder(tmp_path):
+    cache_file = tmp_path / "cache"
+    cache_file.write_text("not a folder")
+    model_dir = tmp_path / "run"
+    result = train_in_process(f"--cache_dir={cache_file}", f"--model_dir={model_dir}", "--max_steps=4")
+    assert result.returncode == 2, result.stderr[-2000:]
+    line = result.stderr.strip().splitlines()[-1]
+    assert line == (f"train.py: error: the cache folder {cache_file} (--cache_dir) is a file, not a folder: name a "
+                    "writable folder with --cache_dir (it is made if missing)"), line
+    assert "Traceback" not in result.stderr and not model_dir.exists()
+    assert cache_file.read_text() == "not a folder"
+
+
+def test_a_cache_dir_that_cannot_be_written_stops_train_py_before_it_runs_leaving_no_folder(tmp_path):
+    # Made immutable, which stops root too, as a read-only mount would (see the model folder's test above).
+    import subprocess
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(cache)]).returncode != 0:
+        pytest.skip("no chattr here to make a folder unwritable")
+    model_dir = tmp_path / "run"
+    try:
+        result = train_in_process(f"--cache_dir={cache}", f"--model_dir={model_dir}", "--max_steps=4")
+    finally:
+        subprocess.run(["chattr", "-i", str(cache)])
+    assert result.returncode == 2, result.stderr[-2000:]
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"train.py: error: the cache folder {cache} (--cache_dir) cannot be written (Operation "
+                           "not permitted)"), line
+    assert "Traceback" not in result.stderr and not model_dir.exists() and os.listdir(cache) == []

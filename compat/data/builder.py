@@ -52,6 +52,7 @@ __all__ = [
     # the public API
     "build_dataset",
     "check_audio",
+    "check_cache_folder",
     "class_names",
     "feature_shape",
     "fill_cache",
@@ -89,6 +90,21 @@ def index(source: Source, config: PipelineConfig = PipelineConfig()) -> SourceIn
     if isinstance(source, SourceIndex):
         return source
     return build_index(DataSource.parse(source), config.resolved_cache_dir, config.eval_fraction, config.test_fraction)
+
+
+def check_cache_folder(source: Source, config: PipelineConfig = PipelineConfig()) -> None:
+    """Refuses, before a run writes anything, a cache folder it would write into that is a file or read-only:
+    the disk cache, and a source generated or downloaded there (the built-in set, FSDD without a path).
+
+    Raises:
+        cache.CacheFolderError: naming the folder and what to do.
+    """
+    if isinstance(source, SourceIndex):
+        return  # listed already: its files are in place
+    parsed = DataSource.parse(source)
+    generated_here = parsed.kind == "synthetic" or (parsed.kind == "fsdd" and parsed.path is None)
+    if config.cache == "disk" or generated_here:
+        cache.check_writable_folder(config.resolved_cache_dir)
 
 
 def class_names(source: Source, config: PipelineConfig = PipelineConfig()) -> tuple[str, ...]:

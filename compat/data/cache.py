@@ -71,6 +71,35 @@ class CacheUnavailableError(UserError, OSError):
     """The cache folder cannot be written (read-only, no permission): the caller goes on without it."""
 
 
+class CacheFolderError(UserError, OSError):
+    """The cache folder a run needs is a file, or cannot be made or written: refused before the run starts."""
+
+
+def check_writable_folder(cache_dir: str) -> None:
+    """Refuses `cache_dir` before anything is written when it names a file or a folder that cannot be written.
+
+    Makes the folder if it is missing (a run would), and writes and removes one empty file in it.
+
+    Raises:
+        CacheFolderError: naming the folder, why, and what to do.
+    """
+    if atomic.is_remote(cache_dir):
+        return  # a bucket: its writes fail where they happen, with the storage's own message
+    advice = "name a writable folder with --cache_dir (it is made if missing)"
+    if os.path.exists(cache_dir) and not os.path.isdir(cache_dir):
+        raise CacheFolderError(f"the cache folder {cache_dir} (--cache_dir) is a file, not a folder: {advice}")
+    try:
+        os.makedirs(cache_dir, exist_ok=True)
+        probe = os.path.join(cache_dir, f".write-check-{os.getpid()}")
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as error:
+        raise CacheFolderError(
+            f"the cache folder {cache_dir} (--cache_dir) cannot be written ({error.strerror or error}): {advice}"
+        ) from error
+
+
 def fingerprint(table: FileTable, settings: dict) -> str:
     """The cache key of the examples made from these files (path, size, mtime, label) with these settings.
 

@@ -259,6 +259,7 @@ def open_run(
     started = time.perf_counter()
     if mode is not None:
         check_together(mode, pipeline, train, distribution or DistributionConfig())
+    data.check_cache_folder(source, pipeline)  # before the model folder is made
     with contextlib.nullcontext() if shared else atomic.folder_lock(model_dir):
         if mode is not None:
             check_folder_mode(model_dir, mode)
