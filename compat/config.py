@@ -263,6 +263,18 @@ class DistributionConfig:
 TUNERS = ("random", "bayesian", "hyperband", "grid")
 
 
+# What a trial logs after each period (model.compile's loss and accuracy, on both splits, and
+# compat/modes/callbacks.py's speed and learning rate): the names a search may optimise.
+TUNE_OBJECTIVES = (
+    "val_accuracy",
+    "val_loss",
+    "accuracy",
+    "loss",
+    "examples_per_second",
+    "learning_rate",
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class TuneConfig:
     """A keras-tuner search: the algorithm, its budget and what it optimises."""
@@ -274,10 +286,17 @@ class TuneConfig:
 
     def __post_init__(self) -> None:
         _require("TuneConfig", self.tuner in TUNERS, f"tuner '{self.tuner}' must be one of {TUNERS}")
+        name, _, direction = self.objective.partition(":")
         _require(
             "TuneConfig",
-            self.objective.partition(":")[2] in ("", "min", "max"),
+            direction in ("", "min", "max"),
             f"objective '{self.objective}' must be NAME, NAME:min or NAME:max",
+        )
+        # checked here, not after a whole trial, where keras-tuner finds the name missing from the logs
+        _require(
+            "TuneConfig",
+            name in TUNE_OBJECTIVES,
+            f"objective '{name}' is not a metric a trial logs; use one of {', '.join(TUNE_OBJECTIVES)}",
         )
 
 

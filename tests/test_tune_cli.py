@@ -188,3 +188,13 @@ def test_the_bayesian_tuner_is_refused_with_the_extra_to_install_where_scikit_le
                                "--clip_seconds=0.5", "--batch_size=8", "--model=cnn", "--width=4", "--depth=1",
                                "--max_steps=2", "--noexport", "--tuner=bayesian", f"--model_dir={tmp_path / 'keras'}")
     assert trained.returncode == 0, trained.stderr[-2000:]
+
+
+def test_an_objective_no_trial_logs_is_refused_before_the_search_with_the_names_to_use(tiny_data, tmp_path):
+    model_dir = tmp_path / "search"
+    result = train_in_process("--mode=tune", "--dataset=folder", f"--data_dir={tiny_data}",
+                              f"--cache_dir={tmp_path / 'cache'}", "--objective=val_acc", f"--model_dir={model_dir}")
+    assert result.returncode == 2, result.stderr[-2000:]
+    line = result.stderr.strip().splitlines()[-1]
+    assert "objective 'val_acc' is not a metric a trial logs" in line and "val_accuracy" in line, line
+    assert "Traceback" not in result.stderr and not model_dir.exists()

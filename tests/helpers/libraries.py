@@ -28,6 +28,31 @@ LIBRARIES = {
         "tf215_only": ["pandas==2.2.3", "python-dateutil==2.9.0.post0", "pytz==2025.2", "tzdata==2025.2"],
     },
     "tf_ranking": {"driver": "library_tf_ranking.py", "packages": ["tensorflow-ranking==0.5.5"], "tf215_only": []},
+    # Spleeter with the pure-Python packages its command line imports (typer, click, httpx for its model
+    # provider, which downloads nothing here); its pandas, numpy and soundfile pins are older than this
+    # project's, whose own are used here (the TF 2.15 environment gets the pinned ones).
+    "spleeter": {
+        "driver": "library_spleeter.py",
+        "packages": [
+            "spleeter==2.4.2",
+            "typer==0.3.2",
+            "click==7.1.2",
+            "httpx==0.19.0",
+            "httpcore==0.13.7",
+            "h11==0.12.0",
+            "anyio==3.7.1",
+            "sniffio==1.3.1",
+            "rfc3986==1.5.0",
+        ],
+        "tf215_only": [
+            "pandas==1.5.3",
+            "python-dateutil==2.9.0.post0",
+            "pytz==2024.2",
+            "soundfile==0.13.1",
+            "cffi==1.17.1",
+            "pycparser==2.22",
+        ],
+    },
 }
 INSTALL_THEN_RUN = (
     "import compat.estimator, runpy, sys; compat.estimator.install(); "
@@ -83,7 +108,7 @@ def run_driver(name: str, python: str, workdir: str, with_compat: bool, extra_si
     library = LIBRARIES[name]
     sites = [install(library["packages"], python), *extra_sites]
     driver = os.path.join(HELPERS, library["driver"])
-    path = [*sites, REPO] if with_compat else sites
+    path = [*sites, HELPERS, REPO] if with_compat else [*sites, HELPERS]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TF_CPP_MIN_LOG_LEVEL": "2"}
     command = [python, "-c", INSTALL_THEN_RUN] if with_compat else [python]
     result = subprocess.run(
