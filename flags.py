@@ -273,19 +273,18 @@ def _profile_range(value) -> bool:
 @flags.validator(
     "model_dir",
     message=(
-        "--model_dir must be a folder that can be made: a local path, or a URL of one of TensorFlow's file systems "
-        "(gs://, s3://, ram://, ...; installed ones only: a URL of another kind would be written to a local "
-        "look-alike), and not an existing file (or a folder inside one)"
+        "--model_dir must be a folder that can be made: a local path, or a URL of a file system TensorFlow has "
+        "here (gs://, ram://, and those its plugins add), and not an existing file (or a folder inside one)"
     ),
 )
 def _usable_model_dir(value: str | None) -> bool:
     if value is None:  # runs/<mode>, below the working folder
         return True
+    if not value.strip():
+        raise flags.ValidationError("--model_dir is empty: give a folder, or leave the flag out for runs/<mode>")
     value = _local_path(value)
     if atomic.is_remote(value):
-        import tensorflow as tf  # only for a URL: which file systems this TensorFlow has
-
-        return value.split("://", 1)[0] in tf.io.gfile.get_registered_schemes()
+        return True  # its file system is checked once TensorFlow is loaded, quietly (check_model_dir_scheme)
     path = os.path.abspath(value)
     while not os.path.exists(path):  # the nearest part that exists must be a folder
         path = os.path.dirname(path)
@@ -388,11 +387,34 @@ def _check_every_flag_lands_once() -> None:
         raise AssertionError(f"flags that set no config field or several (rename the field or the flag): {wrong}")
 
 
+def check_model_dir_scheme(model_dir: str) -> None:
+    """Refuses a --model_dir URL whose file system this TensorFlow lacks (s3:// without tensorflow-io): such a
+    URL would be written to a local folder of that name.
+
+    Raises:
+        ValueError: naming the flag, the file systems TensorFlow has, and what to do.
+    """
+    if not atomic.is_remote(model_dir):
+        return
+    import tensorflow as tf
+
+    scheme = model_dir.split("://", 1)[0]
+    schemes = sorted(name for name in tf.io.gfile.get_registered_schemes() if name and name != "file")
+    if scheme not in schemes:
+        raise ValueError(
+            f"--model_dir={model_dir}: this TensorFlow has no {scheme}:// file system (it has "
+            f"{', '.join(name + '://' for name in schemes)}); install the package that adds it (tensorflow-io "
+            "for s3:// and hdfs://), or give a local folder"
+        )
+
+
 def configs_from_flags() -> Configs:
     """The one place that reads FLAGS. A value the configs reject raises ValueError naming it."""
     import sys
 
     _check_every_flag_lands_once()
+    if FLAGS.model_dir:
+        check_model_dir_scheme(_local_path(FLAGS.model_dir))
     ours = FLAGS.get_key_flags_for_module(sys.modules[__name__])  # absl's own flags set no config
     values = {_RENAMED.get(flag.name, flag.name): flag.value for flag in ours}
     if values["profile_steps"] is not None:
@@ -434,11 +456,14 @@ def grouped_help() -> str:
     return "\n".join(lines)
 
 
-def save_flagfile(path: str, overrides: dict | None = None, drop: tuple[str, ...] = ()) -> None:
+def save_flagfile(
+    path: str, overrides: dict | None = None, drop: tuple[str, ...] = (), keep_previous_as: str | None = None
+) -> None:
     """Writes the flags the user set (on the command line or in a flagfile): `--flagfile=path` repeats
     the run, and a search started from it searches what the user left open.
 
-    `overrides` adds or replaces values (a tuning result); flags in `drop` are left out.
+    `overrides` adds or replaces values (a tuning result); flags in `drop` are left out. With
+    `keep_previous_as`, a file already at `path` holding other flags is kept as `<stem>.<keep_previous_as>.txt`.
     """
     import sys
 
@@ -454,7 +479,14 @@ def save_flagfile(path: str, overrides: dict | None = None, drop: tuple[str, ...
             line = flag.serialize()
         if line:
             lines.append(line)
-    atomic.write_text(path, "\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    if keep_previous_as and os.path.exists(path):
+        with open(path, encoding="utf-8") as stream:
+            previous = stream.read()
+        if previous != text:
+            stem, extension = os.path.splitext(path)
+            atomic.write_text(f"{stem}.{keep_previous_as}{extension}", previous)
+    atomic.write_text(path, text)
 
 
 def save_best_flagfile(path: str, best_values: dict, run_dir: str) -> None:

@@ -55,8 +55,12 @@ def train_model(configs: flags.Configs) -> None:
         if chief and not resuming:
             flags.save_flagfile(this.path(model_folder.FLAGS_FILE))
         metrics = mode.train_and_evaluate(this)
-        if chief and resuming:
-            flags.save_flagfile(this.path(model_folder.FLAGS_FILE))
+        # A rerun that trained on records its flags; the ones that trained the steps before it are kept
+        # beside them. A rerun of a finished folder trained nothing: flags.txt stays the model's.
+        if chief and resuming and metrics is not None and metrics["steps"] > metrics["resumed_from_step"]:
+            flags.save_flagfile(
+                this.path(model_folder.FLAGS_FILE), keep_previous_as=f"until-step-{metrics['resumed_from_step']}"
+            )
     if metrics is None:
         print(f"{distribution.task_name()} finished; the chief writes the results in {configs.model_dir}")
         return

@@ -424,3 +424,16 @@ def test_a_cache_dir_that_cannot_be_written_stops_train_py_before_it_runs_leavin
     assert line.startswith(f"train.py: error: the cache folder {cache} (--cache_dir) cannot be written (Operation "
                            "not permitted)"), line
     assert "Traceback" not in result.stderr and not model_dir.exists() and os.listdir(cache) == []
+
+
+@pytest.mark.parametrize("model_dir, expected", [
+    ("", "train.py: error: flag --model_dir=: --model_dir is empty: give a folder, or leave the flag out for "
+         "runs/<mode>"),
+    ("s3://bucket/run", "train.py: error: --model_dir=s3://bucket/run: this TensorFlow has no s3:// file system"),
+])
+def test_an_empty_model_dir_or_one_of_a_missing_file_system_is_one_line(tmp_path, model_dir, expected):
+    result = train_in_process(f"--model_dir={model_dir}", f"--cache_dir={tmp_path / 'cache'}", "--max_steps=4")
+    assert result.returncode == 2, result.stderr[-2000:]
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith(expected), line
+    assert "Traceback" not in result.stderr

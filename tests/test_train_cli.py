@@ -486,3 +486,18 @@ def test_ctrl_c_during_the_final_export_then_the_same_command_makes_it(tiny_data
     exports = sorted(path.name for path in final.iterdir())
     assert len(exports) == 1 and exports[0].isdigit(), exports
     assert (final / exports[0] / "saved_model.pb").exists()
+
+
+def test_a_rerun_of_a_finished_folder_with_other_flags_keeps_the_flags_that_trained_it(tiny_data, tmp_path):
+    model_dir = tmp_path / "run"
+    first = train_in_process(*_common(tiny_data, tmp_path), "--max_steps=6", "--noexport", f"--model_dir={model_dir}")
+    assert first.returncode == 0, first.stderr[-3000:]
+    trained_with = (model_dir / "flags.txt").read_text()
+    rerun = train_in_process(*_common(tiny_data, tmp_path), "--max_steps=6", "--noexport", "--learning_rate=0.5",
+                             f"--model_dir={model_dir}")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert (model_dir / "flags.txt").read_text() == trained_with  # nothing trained: still the model's flags
+    more = train_in_process(*_common(tiny_data, tmp_path), "--max_steps=12", "--noexport", f"--model_dir={model_dir}")
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert "--max_steps=12" in (model_dir / "flags.txt").read_text()
+    assert (model_dir / "flags.until-step-6.txt").read_text() == trained_with  # the first 6 steps' flags kept
