@@ -13,7 +13,7 @@ refused (what to use), or unknown.
 
 The exit status is 1 when a refused name is used (for CI), 2 when a file cannot be read or parsed,
 else 0. `--diff` prints the one line each entry point (a file with `if __name__ == "__main__"` or an
-`app.run` call) needs: `import compat.estimator; compat.estimator.install()` after its TensorFlow
+`app.run` call) needs: `import compat.estimator; compat.estimator.install()` before its first TensorFlow
 import.
 """
 
