@@ -188,7 +188,7 @@ def install() -> None:
         if value is not _MISSING:
             setattr(owner, name, value)
     _replaced.append((sys.meta_path, "", None))
-    sys.meta_path.insert(0, legacy_modules.LegacyFinder())
+    legacy_modules.insert_finder(legacy_modules.LegacyFinder())
     # `from tensorflow.estimator import DNNClassifier` (and the v1 and Keras spellings) imports them as
     # modules, as TF 2.15's lazily loaded packages allowed: the import system finds them in sys.modules
     for module_name, value in (

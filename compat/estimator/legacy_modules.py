@@ -364,10 +364,14 @@ class _Loader(importlib.abc.Loader):
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:
+        _served.add(module.__name__)
         target = _existing_target(module.__name__)
         if target is not None:
             # The import system returns what sys.modules holds after exec_module: the real module, unchanged.
             sys.modules[module.__name__] = importlib.import_module(target)
+
+
+_served: set[str] = set()  # the module names this finder's loader made or handed out, for uninstall()
 
 
 def _existing_target(fullname: str) -> str | None:
@@ -392,7 +396,20 @@ class LegacyFinder(importlib.abc.MetaPathFinder):
 
 def served_modules() -> list[str]:
     """The names of the modules in sys.modules that the finder made or handed out (for `uninstall()`)."""
-    return [name for name in list(sys.modules) if _is_known_module(name)]
+    served = sorted(name for name in _served if name in sys.modules)
+    _served.clear()
+    return served
+
+
+def insert_finder(finder: LegacyFinder) -> None:
+    """Puts `finder` on sys.meta_path just before Python's path finder: after any finder a program put first
+    (a test harness serving these names itself), before a leftover tensorflow_estimator on sys.path, which
+    cannot run on this TensorFlow."""
+    for index, entry in enumerate(sys.meta_path):
+        if entry is importlib.machinery.PathFinder:
+            sys.meta_path.insert(index, finder)
+            return
+    sys.meta_path.append(finder)
 
 
 def coverage() -> dict[str, tuple[list[str], list[str]]]:
