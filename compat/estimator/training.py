@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
 
+from compat.estimator import replicated
 from compat.estimator.base import EstimatorBase
 from compat.estimator.estimator import Estimator
 from compat.estimator.exporter import Exporter
@@ -163,11 +164,17 @@ def _run_exporters(
     ]
 
 
-def _start_server(config) -> tf.distribute.Server:
-    """This task's in-process TensorFlow server, which the other tasks reach and its own session runs on."""
+def _start_server(config, strategy: tf.distribute.Strategy | None = None) -> tf.distribute.Server:
+    """This task's in-process TensorFlow server, which the other tasks reach and its own session runs on.
+
+    With a multi-worker `strategy`, the server is configured by it (the collective ops' group leader), as the
+    strategy's own server would be: each task's collectives then form one group, led by the chief.
+    """
     server_config = tf.compat.v1.ConfigProto(log_device_placement=False)
     if config.session_config is not None:
         server_config.gpu_options.CopyFrom(config.session_config.gpu_options)
+    if strategy is not None:
+        server_config = replicated.session_config(server_config, strategy)
     tf.compat.v1.logging.info("Starting the TensorFlow server of %s %d", config.task_type, config.task_id)
     return tf.distribute.Server(
         config.cluster_spec,
@@ -289,12 +296,18 @@ def _train_in_cluster(estimator: EstimatorBase, train_spec: TrainSpec) -> None:
             "MultiWorkerMirroredStrategy: the workers would train apart. Create the strategy (it reads "
             "TF_CONFIG) and pass it as train_distribute"
         )
+    # Made eagerly, the strategy serves this task in-process, where the training session reaches it. A program
+    # that disabled eager execution (TensorFlow's "Multi-worker training with Estimator" tutorial) made it in
+    # graph mode, which starts no server: this task's is started here, as TF 2.15's distribute coordinator did,
+    # or every session waits for a server that never comes.
+    server = None if tf.executing_eagerly() else _start_server(config, config.train_distribute)
     estimator.train(
         train_spec.input_fn,
         hooks=train_spec.hooks,
         max_steps=train_spec.max_steps,
         saving_listeners=list(train_spec.saving_listeners),
     )
+    del server  # this task's server stops with the process, once training is over
 
 
 def _run_evaluator(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
