@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -93,7 +94,20 @@ def test_predict_mode_prints_one_line_per_file_and_names_unreadable_ones(trained
     assert [(path, name) for path, name, _ in lines] == [(path, name) for path, (name, _) in zip(files, expected)]
     np.testing.assert_allclose([float(p) for _, _, p in lines], [p for _, p in expected], atol=2e-3)
     assert f"{broken}: cannot read audio file" in result.stderr and "Traceback" not in result.stderr
-    assert f"{folder}: cannot read audio file" in result.stderr
+    assert f"{folder}: a folder without audio files (.wav, .flac, .ogg)" in result.stderr
+    assert "[Op:" not in result.stderr  # TensorFlow's op names say nothing to a user
+
+    # a folder stands for the audio files below it, in order
+    clips = tmp_path / "clips" / "more"
+    clips.mkdir(parents=True)
+    for index, path in enumerate(files[:2]):
+        shutil.copy(path, clips / f"clip_{index}.wav")
+    result = subprocess.run([*command[:4], str(tmp_path / "clips")], capture_output=True, text=True, cwd=REPO,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [line.split("\t") for line in result.stdout.splitlines()]
+    assert [(path, name) for path, name, _ in lines] == [
+        (str(clips / f"clip_{index}.wav"), name) for index, (name, _) in enumerate(expected[:2])]
 
     empty = train_in_process("--mode=predict", f"--model_dir={tmp_path}", *files)  # the same main(), in process
     assert empty.returncode == 2 and "holds no saved_model/" in empty.stderr and "--mode=keras" in empty.stderr

@@ -106,7 +106,8 @@ def _require_dir(path: str, what: str) -> str:
     return path
 
 
-def _is_audio(name: str) -> bool:
+def is_audio_file(name: str) -> bool:
+    """Whether a file name has an audio extension this toolkit reads (AUDIO_EXTENSIONS, any case)."""
     return name.lower().endswith(AUDIO_EXTENSIONS)
 
 
@@ -138,7 +139,7 @@ def list_class_folders(root: str) -> list[LabelledFile]:
             )
         found = len(files)
         for folder, _, names in sorted(os.walk(folder_of_label)):
-            for name in sorted(filter(_is_audio, names)):
+            for name in sorted(filter(is_audio_file, names)):
                 path = os.path.join(folder, name)
                 files.append(LabelledFile(path, label, os.path.relpath(path, root), None))
         if len(files) == found:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
 
 import tensorflow as tf
 
 from compat.core.errors import UserError
 from compat.data import audio
+from compat.data.sources import is_audio_file
 from compat.modes.exports import CLASSIFIER_INFO
 from compat.modes.model_folder import SAVED_MODEL
 
@@ -50,17 +52,21 @@ class Classifier:
         self.sample_rate: int = self.info["sample_rate"]
 
     def classify(self, paths: Sequence[str]) -> Iterator[Prediction]:
-        for path in paths:
+        """One Prediction per file; a folder stands for the audio files in it (and its sub-folders), in order."""
+        for path in _files_of(paths):
             if not tf.io.gfile.exists(path):
                 yield Prediction(path, None, None, "no such file")
+                continue
+            if tf.io.gfile.isdir(path):
+                yield Prediction(path, None, None, "a folder without audio files (.wav, .flac, .ogg)")
                 continue
             try:
                 wave, _ = audio.decode_audio(tf.constant(path), self.sample_rate)
             except audio.BadAudioFileError as error:
                 yield Prediction(path, None, None, f"cannot read audio file: {error.reason}")
                 continue
-            except tf.errors.OpError as error:  # a folder, a file without read permission
-                yield Prediction(path, None, None, f"cannot read audio file: {error.message.split(';')[-1].strip()}")
+            except tf.errors.OpError as error:  # a file without read permission
+                yield Prediction(path, None, None, f"cannot read audio file: {_reason(error)}")
                 continue
             result = self._loaded.classify_waveform(wave[tf.newaxis])
             yield Prediction(path, result["class_name"][0].numpy().decode(), float(result["probability"][0]))
@@ -75,3 +81,23 @@ def export_dir_of(model_dir: str) -> str:
             "best/ folder)"
         )
     return folder
+
+
+def _files_of(paths: Sequence[str]) -> Iterator[str]:
+    """The paths as given, each folder replaced by its audio files, sorted (the folder itself if it has none)."""
+    for path in paths:
+        if not tf.io.gfile.isdir(path):
+            yield path
+            continue
+        found = sorted(
+            os.path.join(folder, name)
+            for folder, _, names in tf.io.gfile.walk(path)
+            for name in names
+            if is_audio_file(name)
+        )
+        yield from found or [path]
+
+
+def _reason(error: tf.errors.OpError) -> str:
+    """An op's message without TensorFlow's op suffix (`[Op:ReadFile] name:`), which says nothing to a user."""
+    return re.sub(r"\s*\[Op:[^\]]*\].*$", "", error.message.split(";")[-1]).strip()
