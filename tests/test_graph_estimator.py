@@ -665,3 +665,29 @@ def test_tf_random_seed_gives_two_runs_the_same_weights_and_metrics(tmp_path):
     assert first_metrics == second_metrics
     other_weights, _ = _seeded_run(tmp_path / "other", seed=7)
     assert not np.array_equal(other_weights["v1_dense/kernel"], first_weights["v1_dense/kernel"])
+
+
+def test_a_canned_dnn_classifier_program_prints_no_type_inference_dump(tmp_path):
+    """The canned DNN's layer summaries (the share of zero activations) once made TensorFlow's type inference
+    print a 27-line C++ dump as each session started; a user reads it as a failure."""
+    program = tmp_path / "dnn_program.py"
+    program.write_text(
+        "import sys\n"
+        "import numpy as np\n"
+        "import tensorflow as tf\n"
+        "x = np.random.default_rng(0).normal(size=(128, 4)).astype('float32')\n"
+        "y = (x[:, 0] > 0).astype('int32')\n"
+        "columns = [tf.feature_column.numeric_column('x', shape=(4,))]\n"
+        "classifier = tf.estimator.DNNClassifier(hidden_units=[8], feature_columns=columns, model_dir=sys.argv[1])\n"
+        "classifier.train(lambda: tf.data.Dataset.from_tensor_slices(({'x': x}, y)).repeat().batch(32), steps=5)\n"
+        "print(classifier.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({'x': x}, y)).batch(32))['loss'])\n"
+    )
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("TF_CPP_MIN_LOG_LEVEL", "TF_NUM_INTRAOP_THREADS")}
+    result = subprocess.run(
+        [sys.executable, "-c", "import compat.estimator, runpy, sys; compat.estimator.install(); "
+         "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
+         str(program), str(tmp_path / "model")],
+        capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Type inference failed" not in result.stderr, result.stderr[-3000:]

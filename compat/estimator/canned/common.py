@@ -55,8 +55,18 @@ def check_sparse_combiner(sparse_combiner: str) -> None:
 
 def add_layer_summary(value: tf.Tensor, tag: str) -> None:
     """A layer's output as TF 2.15 summarised it: `<tag>/fraction_of_zero_values` and `<tag>/activation`."""
-    tf.compat.v1.summary.scalar(f"{tag}/fraction_of_zero_values", tf.math.zero_fraction(value))
+    tf.compat.v1.summary.scalar(f"{tag}/fraction_of_zero_values", _zero_fraction(value))
     tf.compat.v1.summary.histogram(f"{tag}/activation", value)
+
+
+def _zero_fraction(value: tf.Tensor) -> tf.Tensor:
+    """`tf.math.zero_fraction(value)` without its `tf.cond`: the cond's two branches count in int32 and int64,
+    and a session's type inference printed a 27-line C++ "Type inference failed" dump for it at every
+    canned DNN program's start. Counted in int64 (the larger branch), the value is the same."""
+    with tf.name_scope("zero_fraction"):
+        size = tf.size(value, out_type=tf.int64)
+        zeros = size - tf.math.count_nonzero(value, dtype=tf.int64)
+        return tf.cast(zeros, tf.float32) / tf.cast(size, tf.float32)
 
 
 def start_counting_with_global_step(optimizer: Any) -> None:
