@@ -39,6 +39,7 @@ import threading
 from collections.abc import Iterator
 
 import tensorflow as tf
+from tensorflow.python.eager import monitoring
 from tensorflow.python.saved_model.model_utils import export_output, export_utils  # noqa: F401
 from tensorflow.python.training import evaluation  # noqa: F401  (_evaluate_once, _StopAfterNEvalsHook)
 from tensorflow.python.util.lazy_loader import LazyLoader
@@ -183,6 +184,13 @@ def keras_training_default(training: bool) -> Iterator[None]:
 
 
 # -- private names of TensorFlow and Keras, each behind one function -------------------
+
+
+def usage_gauge(name: str, description: str, *labels: str, of: str = "bool") -> monitoring.Metric:
+    """One of TensorFlow's usage gauges (`monitoring.BoolGauge` or `StringGauge`), as TF 2.15's Estimator
+    modules defined them: libraries built on it set their cells (`_canned_estimator_api_gauge`)."""
+    gauge = monitoring.StringGauge if of == "string" else monitoring.BoolGauge
+    return gauge(name, description, *labels)
 
 
 def evaluate_once(**kwargs):

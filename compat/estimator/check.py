@@ -1,6 +1,6 @@
 """The migration check: what of a codebase's Estimator code runs here, before trying it.
 
-    python -m compat.estimator.check PATH... [--format=text|json] [--diff]
+    python -m compat.estimator.check PATH... [--format=text|json] [--diff | --fix]
 
 Reads Python files (files, or folders searched for `*.py`) with the `ast` module, never importing or
 running them, and finds every use of the Estimator surface and the TF1-era names model_fns call
@@ -11,10 +11,16 @@ file gives them (`import tensorflow.compat.v1 as tf`, `from tensorflow import es
 (compatibility.py, which docs/compatibility.md is generated from): as TF 2.15, differs (how),
 refused (what to use), or unknown.
 
+TF 1.x names that TensorFlow >= 2.16 lacks (`tf.logging`, `tf.app.flags`, `tf.placeholder`, `tf.GraphKeys`,
+`dataset.make_one_shot_iterator()`, ...) are reported too, each with its TF 2 spelling.
+
 The exit status is 1 when a refused name is used (for CI), 2 when a file cannot be read or parsed,
-else 0. `--diff` prints the one line each entry point (a file with `if __name__ == "__main__"` or an
-`app.run` call) needs: `import compat.estimator; compat.estimator.install()` before its first TensorFlow
-import.
+else 0. `--fix` rewrites the files in place, each whole or not at all (`fixed_source`): TF 1.x names by
+TensorFlow's own upgrader with TF 2.15's renames (upgrade.py), `import compat.estimator;
+compat.estimator.install()` before the first TensorFlow import of each entry point (a file with
+`if __name__ == "__main__"` or an `app.run` call) and each file using the Estimator, and a comment above
+each use it cannot rewrite, naming what to do; then it reports what still needs a person. `--diff`
+prints the same changes without writing. Both load TensorFlow (its upgrader); the report alone does not.
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ import difflib
 import functools
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 
-from compat.estimator import compatibility, legacy_modules
+from compat.estimator import compatibility, legacy_modules, upgrade
 
 # What counts as the Estimator surface: uses below these names are reported (dotted below `tf.`).
 SURFACE = (
@@ -272,8 +279,51 @@ def _legacy_module_uses(tree: ast.AST, path: str) -> Iterator[Use]:
                 yield Use(path, node.lineno, dotted, compatibility.UNKNOWN, note)
 
 
+def _tf1_rename(name: str) -> tuple[str, str] | None:
+    """(the TF 1.x name, its TF 2 spelling) for `name` or the longest prefix of it that TF 2.15's upgrader
+    renamed (`tf.logging.info`, `tf.app.flags.DEFINE_integer` below `tf.app.flags`); None for any other."""
+    renames = upgrade.symbol_renames()
+    parts = name.split(".")
+    for end in range(len(parts), 1, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in renames:
+            return candidate, renames[candidate]
+    return None
+
+
+def _tf1_uses(found: Iterable[tuple[int, str]], path: str) -> Iterator[Use]:
+    """The TF 1.x names off the Estimator surface (`tf.logging`, `tf.app.flags`, `tf.placeholder`,
+    `tf.GraphKeys`, ...), which TensorFlow >= 2.16 does not have: each with the spelling `--fix` gives it."""
+    for line, name in sorted({(line, name) for line, name in found if not _on_surface(name)}):
+        renamed = _tf1_rename(name)
+        if renamed is None:
+            continue
+        old, new = renamed
+        if old in upgrade.SAME_NAME_IN_TF2:
+            note = f"TF 2's {old} here (name, data, step); a TF 1.x model_fn means {new} (--fix rewrites it)"
+            yield Use(path, line, old, compatibility.DIFFERS, note)
+        else:
+            note = f"a TF 1.x name, not in TensorFlow >= 2.16: use {new} (--fix rewrites it)"
+            yield Use(path, line, old, compatibility.REFUSED, note)
+
+
+# tf.data.Dataset's TF 1.x iterator methods, which TF 2 removed (TensorFlow's upgrader rewrites them)
+_ITERATOR_METHODS = {
+    "make_one_shot_iterator": "tf.compat.v1.data.make_one_shot_iterator(dataset)",
+    "make_initializable_iterator": "tf.compat.v1.data.make_initializable_iterator(dataset)",
+}
+
+
+def _iterator_method_uses(tree: ast.AST, path: str) -> Iterator[Use]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args:
+            if node.func.attr in _ITERATOR_METHODS:
+                note = f"TF 2's datasets have no {node.func.attr}(): use {_ITERATOR_METHODS[node.func.attr]} (--fix)"
+                yield Use(path, node.lineno, f"tf.data.Dataset.{node.func.attr}", compatibility.REFUSED, note)
+
+
 def check_source(source: str, path: str = "<string>") -> list[Use]:
-    """Every use of the surface in `source`, in line order."""
+    """Every use of the surface in `source`, and every TF 1.x name TensorFlow >= 2.16 lacks, in line order."""
     tree = ast.parse(source, filename=path)
     aliases = _Aliases()
     aliases.visit(tree)
@@ -285,7 +335,8 @@ def check_source(source: str, path: str = "<string>") -> list[Use]:
         if _missing_here(name):
             entry = compatibility.Entry(compatibility.UNKNOWN, "no such name in this namespace, here or in TF 2.15")
         uses.append(Use(path, line, name, entry.status, entry.note))
-    return sorted([*uses, *_legacy_module_uses(tree, path)], key=lambda use: (use.line, use.name))
+    uses += [*_legacy_module_uses(tree, path), *_tf1_uses(found, path), *_iterator_method_uses(tree, path)]
+    return sorted(uses, key=lambda use: (use.line, use.name))
 
 
 def python_files(paths: Iterable[str]) -> list[str]:
@@ -313,21 +364,72 @@ def is_entry_point(tree: ast.AST) -> bool:
     return False
 
 
-def install_diff(source: str, path: str) -> str:
-    """The unified diff adding INSTALL_LINE before the file's first top-level TensorFlow import, so that
-    `from tensorflow.estimator import ...` below it finds the installed names ("" if the file imports no
-    TensorFlow, or installs already)."""
-    if "compat.estimator" in source:
-        return ""
-    aliases = _Aliases()
+def with_install_line(source: str, path: str) -> str:
+    """`source` with INSTALL_LINE before its first top-level TensorFlow import, so that
+    `from tensorflow.estimator import ...` below it finds the installed names (unchanged if the file imports
+    no TensorFlow, or installs already)."""
     tree = ast.parse(source, filename=path)
+    if _imports_compat_estimator(tree):
+        return source
+    aliases = _Aliases()
     aliases.visit(tree)
     if not aliases.imports_tensorflow:
-        return ""
+        return source
     lines = source.splitlines(keepends=True)
     before = min(aliases.imports_tensorflow) - 1
-    changed = [*lines[:before], INSTALL_LINE + "\n", *lines[before:]]
-    return "".join(difflib.unified_diff(lines, changed, fromfile=path, tofile=path))
+    return "".join([*lines[:before], INSTALL_LINE + "\n", *lines[before:]])
+
+
+def _imports_compat_estimator(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(alias.name.startswith("compat.estimator") for alias in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("compat.estimator", "compat")):
+            if node.module != "compat" or any(alias.name == "estimator" for alias in node.names):
+                return True
+    return False
+
+
+def install_diff(source: str, path: str) -> str:
+    """The unified diff adding INSTALL_LINE (`with_install_line`), "" when none is needed."""
+    return _diff(source, with_install_line(source, path), path)
+
+
+def _diff(before: str, after: str, path: str) -> str:
+    lines = before.splitlines(keepends=True)
+    return "".join(difflib.unified_diff(lines, after.splitlines(keepends=True), fromfile=path, tofile=path))
+
+
+FIX_COMMENT = "# compat.estimator.check: "  # starts each comment --fix adds above a use it could not rewrite
+
+
+def fixed_source(source: str, path: str) -> str:
+    """`source` as `--fix` writes it: TF 1.x names rewritten by TensorFlow's upgrader with TF 2.15's renames
+    (upgrade.py), the install line in an entry point or a file using the Estimator, and a comment above each
+    use still refused or unknown, naming what to do (the check reports those uses: what needs a person).
+
+    Raises:
+        upgrade.UpgradeError: the file does not parse.
+    """
+    text = upgrade.upgrade_source(source, path).source
+    if is_entry_point(ast.parse(text)) or _uses_estimator(text, path):
+        text = with_install_line(text, path)
+    lines = text.splitlines(keepends=True)
+    open_uses = [
+        use for use in check_source(text, path) if use.status in (compatibility.REFUSED, compatibility.UNKNOWN)
+    ]
+    for line in sorted({use.line for use in open_uses}, reverse=True):
+        previous = lines[line - 2] if line >= 2 else ""
+        if previous.lstrip().startswith(FIX_COMMENT):
+            continue  # commented by an earlier --fix
+        indent = lines[line - 1][: len(lines[line - 1]) - len(lines[line - 1].lstrip())]
+        notes = "; ".join(f"{use.name}: {use.note}" for use in open_uses if use.line == line)
+        lines.insert(line - 1, f"{indent}{FIX_COMMENT}{notes}\n")
+    return "".join(lines)
+
+
+def _uses_estimator(source: str, path: str) -> bool:
+    return any(".estimator" in use.name or use.name.startswith("tensorflow") for use in check_source(source, path))
 
 
 def _summary(uses: list[Use]) -> dict[str, int]:
@@ -400,20 +502,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m compat.estimator.check", description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="+", help="Python files, or folders to search for *.py")
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--diff", action="store_true", help="print the install line each entry point needs")
+    parser.add_argument("--diff", action="store_true", help="print the changes --fix would make, writing nothing")
+    parser.add_argument("--fix", action="store_true", help="rewrite the files in place (each whole or not at all)")
     args = parser.parse_args(argv)
 
+    files = python_files(args.paths)
+    if not files:
+        print(f"no Python files in {', '.join(args.paths)}: nothing checked, nothing changed")
+        return 2
+    if args.fix and _fix_files(files):
+        return 2
     by_file: dict[str, list[Use]] = {}
     diffs: dict[str, str] = {}
     unreadable: dict[str, str] = {}
-    for path in python_files(args.paths):
+    for path in files:
         try:
             with open(path, encoding="utf-8") as stream:
                 source = stream.read()
             by_file[path] = check_source(source, path)
-            if by_file[path] and is_entry_point(ast.parse(source)):
-                diffs[path] = install_diff(source, path)
-        except (OSError, UnicodeDecodeError, SyntaxError) as error:
+            if args.diff and by_file[path]:
+                diffs[path] = _diff(source, fixed_source(source, path), path)
+        except (OSError, UnicodeDecodeError, SyntaxError, upgrade.UpgradeError) as error:
             unreadable[path] = f"{type(error).__name__}: {error}"
     every_use = [use for uses in by_file.values() for use in uses]
     totals = _summary(every_use)
@@ -439,6 +548,39 @@ def main(argv: list[str] | None = None) -> int:
     if unreadable:
         return 2
     return 1 if totals[compatibility.REFUSED] else 0
+
+
+def _fix_files(files: list[str]) -> list[str]:
+    """Rewrites each file as `fixed_source` gives it, whole or not at all; returns one line for each file it
+    cannot change (unreadable, not Python, read-only). When any is refused, no file is written."""
+    from compat.core import atomic
+
+    fixed: dict[str, str] = {}
+    refused: list[str] = []
+    for path in files:
+        try:
+            with open(path, encoding="utf-8") as stream:
+                source = stream.read()
+            ast.parse(source, filename=path)
+            if not os.stat(path).st_mode & stat.S_IWUSR:
+                refused.append(f"{path}: read-only; make it writable to --fix it")
+                continue
+            changed = fixed_source(source, path)
+        except SyntaxError as error:
+            refused.append(f"{path}: does not parse as Python (line {error.lineno}); fix it, then run --fix again")
+        except (OSError, UnicodeDecodeError, upgrade.UpgradeError) as error:
+            refused.append(f"{path}: {error}")
+        else:
+            if changed != source:
+                fixed[path] = changed
+    for line in refused:
+        print(f"{line}; no file was changed")
+    if refused:
+        return refused
+    for path, text in fixed.items():
+        atomic.write_text(path, text)
+        print(f"fixed {path}")
+    return []
 
 
 if __name__ == "__main__":

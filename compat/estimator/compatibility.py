@@ -304,7 +304,8 @@ _ROWS: dict[str, Entry] = {
     "contrib.": Entry(
         REFUSED,
         "tf.contrib is not in TensorFlow 2: most of tf.contrib.estimator is in tf.estimator or "
-        "tf.estimator.experimental (the check names which); the rest of tf.contrib has no counterpart here",
+        "tf.estimator.experimental, and tf.contrib.learn's estimators became tf.estimator's (the check names "
+        "the home of each it knows); the rest of tf.contrib has no counterpart here",
     ),
     "estimator.": Entry(SAME),
     "compat.v1.estimator.": Entry(SAME),
@@ -338,6 +339,14 @@ def lookup(dotted: str) -> Entry:
         moved = _contrib_estimator_home(name[len("contrib.estimator.") :])
         if moved:
             return Entry(REFUSED, f"tf.contrib is not in TensorFlow 2: use tf.{moved}")
+    if name.startswith("contrib.learn."):
+        member = name[len("contrib.learn.") :].split(".")[0]
+        if f"estimator.{member}" in _tf215_set():
+            return Entry(
+                REFUSED,
+                f"tf.contrib.learn is not in TensorFlow 2: use tf.estimator.{member}, its successor (its arguments "
+                "differ: feature columns from tf.feature_column, an input_fn instead of x and y)",
+            )
     prefixes = [key for key in _ROWS if key.endswith(".") and name.startswith(key)]
     return _ROWS[max(prefixes, key=len)] if prefixes else Entry(UNKNOWN)
 

@@ -49,6 +49,20 @@ def eval_results_in(paths) -> collections.OrderedDict[int, dict]:
     return collections.OrderedDict(sorted(results.items()))
 
 
+def _stop_signal() -> tf.Variable:
+    """The graph's `signal_early_stopping/STOP`, a boolean that TF 2.15's early-stopping hooks set when they
+    stopped training: it is in the graph's global variables, so the checkpoints carry it, as TF 2.15's did."""
+    with tf.compat.v1.variable_scope("signal_early_stopping", reuse=tf.compat.v1.AUTO_REUSE):
+        return tf.compat.v1.get_variable(
+            "STOP",
+            shape=[],
+            dtype=tf.bool,
+            initializer=tf.compat.v1.constant_initializer(False),
+            collections=[tf.compat.v1.GraphKeys.GLOBAL_VARIABLES],
+            trainable=False,
+        )
+
+
 class _StopOnPredicateHook(tf.compat.v1.train.SessionRunHook):
     """Requests a stop when `should_stop_fn()` is true, checked every `every_secs` or `every_steps`."""
 
@@ -60,11 +74,13 @@ class _StopOnPredicateHook(tf.compat.v1.train.SessionRunHook):
         self._should_stop_fn = should_stop_fn
         self._timer = tf.compat.v1.train.SecondOrStepTimer(every_secs=run_every_secs, every_steps=run_every_steps)
         self._global_step_tensor = None
+        self._stop_op: tf.Operation | None = None
 
     def begin(self):
         self._global_step_tensor = tf.compat.v1.train.get_global_step()
         if self._global_step_tensor is None:
             raise RuntimeError("An early stopping hook needs a global step in the graph")
+        self._stop_op = None if tf.executing_eagerly() else tf.compat.v1.assign(_stop_signal(), True)
 
     def after_run(self, run_context, run_values):
         # Read after the step, not fetched beside it: a fetch of the global step in the train op's own run
@@ -74,6 +90,8 @@ class _StopOnPredicateHook(tf.compat.v1.train.SessionRunHook):
             self._timer.update_last_triggered_step(global_step)
             if self._should_stop_fn():
                 tf.compat.v1.logging.info("Requesting early stopping at global step %d", global_step)
+                if self._stop_op is not None:
+                    run_context.session.run(self._stop_op)
                 run_context.request_stop()
 
 

@@ -59,6 +59,15 @@ _v1 = tf.compat.v1
 # training mode: loading the graph engine makes both work (compat/core/tf_internals.py), however a
 # program reaches it (a public name of compat.estimator does the same; uninstall() undoes it).
 tf_internals.install()
+# TF 2.15's usage gauges of the Estimator API (its names), which libraries' canned estimators set
+_estimator_api_gauge = tf_internals.usage_gauge("/tensorflow/api/estimator", "estimator api usage", "method")
+_canned_estimator_api_gauge = tf_internals.usage_gauge(
+    "/tensorflow/api/estimator/canned_estimator",
+    "Gauge to track the type of canned estimator used",
+    "ClassType",
+    of="string",
+)
+
 _VALID_MODEL_FN_ARGS = {"features", "labels", "mode", "params", "self", "config"}
 # What a subclass of Estimator may define itself (TF 2.15's list); anything else it inherits as it is.
 _ALLOWED_OVERRIDES = {

@@ -81,16 +81,7 @@ def train_and_evaluate(run: Run) -> dict | None:
         run.write_example_images(run.path(model_folder.ESTIMATOR_EXAMPLE_IMAGES))
     with _evaluations_labelled("test split"):
         test = est.evaluate(run.input_fn("test"), name="test")
-    cluster = run_config.cluster_spec.as_dict()
-    checkpoint = est.latest_checkpoint()
-    assert checkpoint is not None  # just evaluated
-    for exporter in exporters:
-        folder = run.path(model_folder.ESTIMATOR_EXPORTS, exporter.name)
-        # In a cluster the evaluator exports; without one, the chief. A rerun of a finished folder trains
-        # nothing, so nothing exports (TF 2.15's train_and_evaluate): an export a stopped run did not finish
-        # (Ctrl-C, a kill) is made here, from the last checkpoint.
-        if (cluster and "evaluator" not in cluster) or not _has_export(folder):
-            exporter.export(est, folder, checkpoint, test, True)
+    _export_at_the_end(run, est, exporters, test)
     evaluations = read_eval_metrics(est.eval_dir())
     _write_history(run.path(model_folder.HISTORY), evaluations)
     extra = {}
@@ -105,6 +96,20 @@ def train_and_evaluate(run: Run) -> dict | None:
     return run.write_metrics(
         test, int(test["global_step"]), start_step, train_seconds, **run.confusion(labels, predicted), **extra
     )
+
+
+def _export_at_the_end(run: Run, est: estimator.Estimator, exporters: list, test: dict) -> None:
+    """The exports the chief makes after training, from the last checkpoint: all of them in a cluster without an
+    evaluator (which would have made them); else those whose folder holds no whole export. A rerun of a finished
+    folder trains nothing, so nothing exports on the way (TF 2.15's train_and_evaluate): an export a stopped
+    run did not finish (Ctrl-C, a kill) is made here."""
+    cluster = est.config.cluster_spec.as_dict()
+    checkpoint = est.latest_checkpoint()
+    assert checkpoint is not None  # just evaluated
+    for exporter in exporters:
+        folder = run.path(model_folder.ESTIMATOR_EXPORTS, exporter.name)
+        if (cluster and "evaluator" not in cluster) or not _has_export(folder):
+            exporter.export(est, folder, checkpoint, test, True)
 
 
 def _has_export(folder: str) -> bool:

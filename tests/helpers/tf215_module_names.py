@@ -48,7 +48,9 @@ def own_names(module, constants):
             continue  # _tfmw_*: TensorFlow's module wrapper's bookkeeping, not a name of the module
         origin = getattr(value, "__module__", None) if (inspect.isclass(value) or callable(value)) else None
         if origin is None:
-            if isinstance(value, SIMPLE) or isinstance(value, dict):
+            if type(value).__module__.startswith("tensorflow.python.eager.monitoring"):
+                names.append(name)  # a usage gauge a library's canned estimators set (`_canned_estimator_api_gauge`)
+            elif isinstance(value, SIMPLE) or isinstance(value, dict):
                 names.append(name)  # a constant of this module (keys, defaults)
                 if constant(value) is not None:
                     constants[name] = constant(value)
