@@ -5,19 +5,25 @@ tables dropped renames that TF 2.15's had: `tf.layers.dense`, `tf.layers.dropout
 `tf.summary.scalar`, `tf.contrib.estimator.stop_if_no_decrease_hook`, `tf.contrib.tpu.TPUEstimator`, ...
 This module runs TensorFlow's own upgrader with TF 2.21's tables (its keyword renames, argument
 reorders, function transformers such as `dataset.make_one_shot_iterator()` ->
-`tf.compat.v1.data.make_one_shot_iterator(dataset)`) and TF 2.15's symbol renames, kept as facts in
-tf215_upgrade_renames.json (tests/helpers/tf215_upgrade_renames.py lists them under TF 2.15).
+`tf.compat.v1.data.make_one_shot_iterator(dataset)`) completed with TF 2.15's tables, kept as facts in
+tf215_upgrade_renames.json (tests/helpers/tf215_upgrade_renames.py lists them under TF 2.15): its renames,
+and the transformers it gave the canned estimators (`loss_reduction=SUM`, TF 1.x's default).
 
-`symbol_renames()` reads that table without TensorFlow (the migration check reports with it);
+`tf.contrib.estimator.<name>` becomes TF 2.15's home of that name (`contrib_estimator_renames`).
+`symbol_renames()` reads the table without TensorFlow (the migration check reports with it);
 `upgrade_source()` loads TensorFlow's upgrader.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
 import json
 import os
+from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 from compat.core.errors import UserError
 
@@ -31,10 +37,85 @@ class UpgradeError(UserError, ValueError):
 
 
 @cache
+def _tf215_tables() -> dict:
+    with open(os.path.join(os.path.dirname(__file__), "tf215_upgrade_renames.json"), encoding="utf-8") as stream:
+        return json.load(stream)
+
+
 def symbol_renames() -> dict[str, str]:
     """TF 2.15's upgrader's renames: a TF 1.x name (`tf.layers.dense`, `tf.logging.info`) -> its TF 2 spelling."""
-    with open(os.path.join(os.path.dirname(__file__), "tf215_upgrade_renames.json"), encoding="utf-8") as stream:
-        return json.load(stream)["symbol_renames"]
+    return _tf215_tables()["symbol_renames"]
+
+
+def _with_tf215_tables(spec: Any, tf_upgrade_v2: Any) -> Any:
+    """TF 2.21's upgrader's tables completed with what TF 2.15's had and 2.21's dropped: symbol renames, keyword
+    renames, argument reorders, and which of the upgrader's own transformer functions a name gets (a canned
+    estimator's `loss_reduction=tf.keras.losses.Reduction.SUM`, TF 1.x's default, added when the call leaves it
+    out; its tf.compat.v1 class when it is given a TF 1.x optimizer). TF 2.21's own entries are kept."""
+    tables = _tf215_tables()
+    spec.symbol_renames.update(tables["symbol_renames"])
+    for old, new in contrib_estimator_renames().items():
+        spec.symbol_renames.setdefault(old, new)
+    for name, keywords in tables["function_keyword_renames"].items():
+        spec.function_keyword_renames.setdefault(name, keywords)
+    for name, order in tables["function_reorders"].items():
+        spec.function_reorders.setdefault(name, order)
+    spec.reordered_function_names.update(tables["reordered_function_names"])
+    for name, transformer in tables["function_transformers"].items():
+        function = getattr(tf_upgrade_v2, transformer["function"], None)
+        if name not in spec.function_transformers and function is not None:
+            made: Callable = functools.partial(function, **transformer["keywords"])
+            if transformer["function"] == _WITH_LOSS_REDUCTION:
+                made = _with_tf1_loss_reduction(made)
+            spec.function_transformers[name] = made
+    return spec
+
+
+# TF 2.15's transformer for the canned estimators that TF 2.21's upgrader no longer applies; 2.21 still has a
+# function of that name, which only does the rename part
+_WITH_LOSS_REDUCTION = "_rename_if_arg_found_and_add_loss_reduction_transformer"
+
+
+def _with_tf1_loss_reduction(rename: Callable) -> Callable:
+    """`rename`, after adding `loss_reduction=tf.keras.losses.Reduction.SUM` to a canned estimator's call that
+    leaves it out, as TF 2.15's upgrader did: TF 1.x's canned estimators summed the loss over the batch, TF 2's
+    average it, and a TF 1.x program's learning rates were tuned for the sum."""
+
+    def transform(parent: Any, node: ast.Call, full_name: str, name: str, logs: list) -> ast.Call:
+        import pasta
+        from tensorflow.tools.compatibility import ast_edits
+
+        if not any(keyword.arg == "loss_reduction" for keyword in node.keywords):
+            value = pasta.parse("tf.keras.losses.Reduction.SUM").body[0].value
+            node.keywords.append(ast.keyword(arg="loss_reduction", value=value))
+            logs.append(
+                (
+                    ast_edits.INFO,
+                    node.lineno,
+                    node.col_offset,
+                    f"{full_name or name}: loss_reduction=tf.keras.losses.Reduction.SUM, TF 1.x's default, added\n",
+                )
+            )
+        return rename(parent, node, full_name, name, logs) or node
+
+    return transform
+
+
+@cache
+def contrib_estimator_renames() -> dict[str, str]:
+    """`tf.contrib.estimator.<name>` -> where TF 2.15 kept it (`tf.estimator.<name>`, else
+    `tf.estimator.experimental.<name>`), for each such name of TF 2.15's public API (add_metrics,
+    the early-stopping hooks, ...): TF 1.x programs imported them from tf.contrib."""
+    from compat.estimator import compatibility
+
+    public = set(compatibility.tf215_names())
+    renames: dict[str, str] = {}
+    for home in ("estimator.", "estimator.experimental."):  # tf.estimator's own name first, as TF 2.15 kept it
+        for name in sorted(public):
+            member = name[len(home) :]
+            if name.startswith(home) and "." not in member:
+                renames.setdefault(f"tf.contrib.estimator.{member}", f"tf.{name}")
+    return renames
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,8 +135,7 @@ def upgrade_source(source: str, path: str) -> Upgraded:
     """
     from tensorflow.tools.compatibility import ast_edits, tf_upgrade_v2
 
-    spec = tf_upgrade_v2.TFAPIChangeSpec()
-    spec.symbol_renames.update(symbol_renames())
+    spec = _with_tf215_tables(tf_upgrade_v2.TFAPIChangeSpec(), tf_upgrade_v2)
     ok, text, changes, warnings = ast_edits.ASTCodeUpgrader(spec).update_string_pasta(source, path)
     if not ok:
         raise UpgradeError(f"{path}: does not parse as Python; fix it, then run --fix again (nothing was changed)")
