@@ -85,9 +85,9 @@ def check_writable_folder(cache_dir: str) -> None:
     """
     if atomic.is_remote(cache_dir):
         return  # a bucket: its writes fail where they happen, with the storage's own message
-    advice = "name a writable folder with --cache_dir (it is made if missing)"
+    advice = "name a writable folder with `cache_dir` (it is made if missing)"
     if os.path.exists(cache_dir) and not os.path.isdir(cache_dir):
-        raise CacheFolderError(f"the cache folder {cache_dir} (--cache_dir) is a file, not a folder: {advice}")
+        raise CacheFolderError(f"the cache folder {cache_dir} (`cache_dir`) is a file, not a folder: {advice}")
     try:
         os.makedirs(cache_dir, exist_ok=True)
         probe = os.path.join(cache_dir, f".write-check-{os.getpid()}")
@@ -96,7 +96,7 @@ def check_writable_folder(cache_dir: str) -> None:
         os.remove(probe)
     except OSError as error:
         raise CacheFolderError(
-            f"the cache folder {cache_dir} (--cache_dir) cannot be written ({error.strerror or error}): {advice}"
+            f"the cache folder {cache_dir} (`cache_dir`) cannot be written ({error.strerror or error}): {advice}"
         ) from error
 
 

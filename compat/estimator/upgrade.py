@@ -138,5 +138,5 @@ def upgrade_source(source: str, path: str) -> Upgraded:
     spec = _with_tf215_tables(tf_upgrade_v2.TFAPIChangeSpec(), tf_upgrade_v2)
     ok, text, changes, warnings = ast_edits.ASTCodeUpgrader(spec).update_string_pasta(source, path)
     if not ok:
-        raise UpgradeError(f"{path}: does not parse as Python; fix it, then run --fix again (nothing was changed)")
+        raise UpgradeError(f"{path}: does not parse as Python; fix it first (nothing was changed)")
     return Upgraded(text, [line.strip() for line in changes], [line.strip() for line in warnings])
