@@ -85,7 +85,8 @@ def to_keras(
         return recipe.build(_reader(estimator, checkpoint_path))
     if serving_input_receiver_fn is None:
         kind = type(estimator).__name__
-        reason = recipe.why_not_native() if recipe is not None else f"a {kind} has no native Keras counterpart"
+        article = "an" if kind[:1] in "AEIOU" else "a"
+        reason = recipe.why_not_native() if recipe is not None else f"{article} {kind} has no native Keras counterpart"
         raise ConversionError(
             f"{reason}: pass serving_input_receiver_fn= (as for export_saved_model) to convert its export, "
             "which keeps the serving signature"
