@@ -483,3 +483,35 @@ def test_the_converted_models_export_keeps_the_estimators_signatures_for_serving
             else:
                 np.testing.assert_allclose(got[output].numpy(), want[output].numpy(), rtol=1e-5, atol=1e-5,
                                            err_msg=f"{signature}: {output}")
+
+
+def _saved_model(folder, names):
+    """A SavedModel whose signatures are `names`, each doubling its input `x` (and adding its index)."""
+    module = tf.Module()
+    signatures = {}
+    for index, name in enumerate(names):
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+        def serve(x, offset=float(index)):
+            return {"y": 2.0 * x + offset}
+
+        signatures[name] = serve
+    tf.saved_model.save(module, str(folder), signatures=signatures)
+    return str(folder)
+
+
+def test_the_export_route_takes_the_only_signature_or_the_one_named(tmp_path):
+    from compat.estimator.to_keras import from_export
+
+    only_predict = _saved_model(tmp_path / "predict_only", ["predict"])
+    np.testing.assert_allclose(from_export(only_predict)({"x": tf.constant(X)})["y"], 2.0 * X, rtol=1e-6)
+    two = _saved_model(tmp_path / "two", ["first", "second"])
+    with pytest.raises(ValueError, match=r"has no signature 'serving_default'; it has \['first', 'second'\]: name one"):
+        from_export(two)
+    np.testing.assert_allclose(from_export(two, "second")({"x": tf.constant(X)})["y"], 2.0 * X + 1.0, rtol=1e-6)
+    out = tmp_path / "second.keras"
+    result = subprocess.run([sys.executable, "-m", "compat.estimator.to_keras", two, str(out), "--signature=second"],
+                            capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 0 and out.exists(), result.stderr[-2000:]
+    refused = subprocess.run([sys.executable, "-m", "compat.estimator.to_keras", two, str(tmp_path / "no.keras")],
+                             capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert refused.returncode == 2 and "--signature" in refused.stderr and not (tmp_path / "no.keras").exists()

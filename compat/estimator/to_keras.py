@@ -99,12 +99,27 @@ def to_keras(
     return from_export(export_dir)
 
 
-def from_export(export_dir: str, signature: str = "serving_default") -> keras.Model:
+def from_export(export_dir: str, signature: str | None = None) -> keras.Model:
     """A Keras model over a SavedModel export's `signature`: the same input keys (one `Input` each, named
-    as the signature names them) and output keys. Inference only (TFSMLayer), the export itself must stay."""
+    as the signature names them) and output keys. Inference only (TFSMLayer), the export itself must stay.
+
+    Args:
+        export_dir: the SavedModel.
+        signature: its name; by default `serving_default`, else the export's only signature (a canned
+            Estimator exported with raw placeholders has only `predict`).
+
+    Raises:
+        ConversionError: no such signature, or several and none named.
+    """
     loaded = tf.saved_model.load(export_dir)
+    names = sorted(loaded.signatures)
+    if signature is None:
+        signature = "serving_default" if "serving_default" in names or len(names) != 1 else names[0]
     if signature not in loaded.signatures:
-        raise ConversionError(f"{export_dir} has no signature '{signature}'; it has {sorted(loaded.signatures)}")
+        raise ConversionError(
+            f"{export_dir} has no signature '{signature}'; it has {names}: name one with signature= "
+            "(the command's --signature)"
+        )
     specs = loaded.signatures[signature].structured_input_signature[1]
     inputs = {name: keras.Input(shape=spec.shape[1:], dtype=spec.dtype.name, name=name) for name, spec in specs.items()}
     layer = ExportSignature(export_dir, call_endpoint=signature)
@@ -141,12 +156,16 @@ def newest_export(folder: str) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m compat.estimator.to_keras FOLDER OUT.keras`: an export (or a model folder's newest export)
-    as a saved Keras model. Exit 2 with one line, and nothing written, when it cannot convert."""
+    """`python -m compat.estimator.to_keras FOLDER OUT.keras [--signature=NAME]`: an export (or a model folder's
+    newest export) as a saved Keras model, over its `serving_default` signature, else its only one, else NAME.
+    Exit 2 with one line, and nothing written, when it cannot convert."""
     args = list(sys.argv[1:] if argv is None else argv)
+    signature = next((arg.split("=", 1)[1] for arg in args if arg.startswith("--signature=")), None)
+    args = [arg for arg in args if not arg.startswith("--signature=")]
     if len(args) != 2 or not args[1].endswith(".keras"):
         print(
-            "usage: python -m compat.estimator.to_keras FOLDER OUT.keras  (an Estimator's SavedModel export, "
+            "usage: python -m compat.estimator.to_keras FOLDER OUT.keras [--signature=NAME]  (an Estimator's "
+            "SavedModel export, "
             "or a model folder holding exports; in Python, compat.estimator.to_keras(estimator) converts the "
             "Estimator itself, natively where it can)",
             file=sys.stderr,
@@ -163,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     try:
-        model = from_export(export_dir)
+        model = from_export(export_dir, signature)
     except ValueError as error:
         print(f"to_keras: {error}", file=sys.stderr)
         return 2
