@@ -237,3 +237,25 @@ def test_fix_refuses_in_one_line_and_changes_nothing(tmp_path):
     result = subprocess.run([*CHECK, str(empty), "--fix"], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert result.returncode == 2 and result.stdout.strip() == (
         f"no Python files in {empty}: nothing checked, nothing changed")
+
+
+def test_tf2_code_is_neither_reported_nor_rewritten_as_tf1(tmp_path):
+    """Names TensorFlow 2 has too (tf.keras.optimizers.Adam, tf.debugging.assert_equal) and a TF 2 canned
+    estimator's call mean TF 2's: --fix leaves them, and adds only the install line."""
+    source = ("import tensorflow as tf\nopt = tf.keras.optimizers.Adam(1e-3)\ntf.debugging.assert_equal(1, 1)\n"
+              "model = tf.estimator.DNNClassifier(hidden_units=[2], feature_columns=[])\n")
+    assert [use.name for use in check.check_source(source)] == ["tf.estimator.DNNClassifier"]
+    fixed = check.fixed_source(source, "tf2.py")
+    assert fixed == check.INSTALL_LINE + "\n" + source  # no loss_reduction, no legacy optimizer
+
+
+def test_fix_comments_above_the_statement_and_keeps_the_files_mode(tmp_path):
+    program = tmp_path / "continued.py"
+    program.write_text("import tensorflow as tf\nvalue = 1 + \\\n    tf.contrib.learn.Experiment\n")
+    program.chmod(0o755)
+    result = subprocess.run([*CHECK, str(program), "--fix"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert result.returncode == 1, result.stdout[-2000:]
+    lines = program.read_text().splitlines()
+    assert lines[-3].startswith(check.FIX_COMMENT) and lines[-2] == "value = 1 + \\"
+    compile(program.read_text(), str(program), "exec")  # still Python
+    assert (program.stat().st_mode & 0o777) == 0o755

@@ -34,6 +34,7 @@ import json
 import os
 import stat
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 
 from compat.estimator import compatibility, legacy_modules, upgrade
@@ -287,6 +288,8 @@ def _tf1_rename(name: str) -> tuple[str, str] | None:
     for end in range(len(parts), 1, -1):
         candidate = ".".join(parts[:end])
         if candidate in renames:
+            if candidate in upgrade.tf2_names() and candidate not in upgrade.SAME_NAME_IN_TF2:
+                return None  # TensorFlow 2 has it too (tf.keras.optimizers.Adam): TF 2 code means that one
             return candidate, renames[candidate]
     return None
 
@@ -381,11 +384,21 @@ def with_install_line(source: str, path: str) -> str:
 
 
 def _imports_compat_estimator(tree: ast.AST) -> bool:
+    """Whether the file calls compat.estimator's `install()` (`compat.estimator.install()`, or `install` imported
+    from compat.estimator, or `<name>.install()` with `<name>` bound to compat.estimator)."""
+    bound = {"compat.estimator"}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(alias.name.startswith("compat.estimator") for alias in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("compat.estimator", "compat")):
-            if node.module != "compat" or any(alias.name == "estimator" for alias in node.names):
+        if isinstance(node, ast.Import):
+            bound |= {alias.asname for alias in node.names if alias.name == "compat.estimator" and alias.asname}
+        elif isinstance(node, ast.ImportFrom) and node.module == "compat":
+            bound |= {alias.asname or alias.name for alias in node.names if alias.name == "estimator"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "compat.estimator":
+            if any(alias.name == "install" for alias in node.names):
+                return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "install":
+            chain = _dotted(node.func.value)
+            if chain is not None and ".".join([chain[0], *chain[1]]) in bound:
                 return True
     return False
 
@@ -411,20 +424,48 @@ def fixed_source(source: str, path: str) -> str:
     Raises:
         upgrade.UpgradeError: the file does not parse.
     """
-    text = upgrade.upgrade_source(source, path).source
+    text = upgrade.upgrade_source(source, path, _is_tf1_program(check_source(source, path))).source
     if is_entry_point(ast.parse(text)) or _uses_estimator(text, path):
         text = with_install_line(text, path)
-    lines = text.splitlines(keepends=True)
     open_uses = [
         use for use in check_source(text, path) if use.status in (compatibility.REFUSED, compatibility.UNKNOWN)
     ]
-    for line in sorted({use.line for use in open_uses}, reverse=True):
-        previous = lines[line - 2] if line >= 2 else ""
+    commented = _with_comments(text, open_uses)
+    try:
+        ast.parse(commented)
+    except SyntaxError:  # a comment would have landed where none can stand: the report names those uses
+        return text
+    return commented
+
+
+def _is_tf1_program(uses: list[Use]) -> bool:
+    """Whether a file is TF 1.x code: it uses a name TensorFlow 2 lacks (`tf.logging`, `tf.layers`, ...)."""
+    return any(
+        (
+            use.status == compatibility.REFUSED
+            and (_tf1_rename(use.name) is not None or use.name.startswith(("tf.layers.", "tf.train.", "tf.contrib.")))
+        )
+        or use.name.startswith("tf.data.Dataset.make_")
+        for use in uses
+    )
+
+
+def _with_comments(text: str, uses: list[Use]) -> str:
+    """`text` with a FIX_COMMENT line above the statement holding each use (its first line, its indentation)."""
+    statements = [node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.stmt)]
+    lines = text.splitlines(keepends=True)
+    notes: dict[int, list[str]] = {}
+    for use in uses:
+        holding = [node for node in statements if node.lineno <= use.line <= (node.end_lineno or node.lineno)]
+        innermost = min(holding, key=lambda node: (node.end_lineno or node.lineno) - node.lineno, default=None)
+        first = innermost.lineno if innermost is not None else use.line
+        notes.setdefault(first, []).append(f"{use.name}: {use.note}")
+    for first in sorted(notes, reverse=True):
+        previous = lines[first - 2] if first >= 2 else ""
         if previous.lstrip().startswith(FIX_COMMENT):
             continue  # commented by an earlier --fix
-        indent = lines[line - 1][: len(lines[line - 1]) - len(lines[line - 1].lstrip())]
-        notes = "; ".join(f"{use.name}: {use.note}" for use in open_uses if use.line == line)
-        lines.insert(line - 1, f"{indent}{FIX_COMMENT}{notes}\n")
+        indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip())]
+        lines.insert(first - 1, f"{indent}{FIX_COMMENT}{'; '.join(dict.fromkeys(notes[first]))}\n")
     return "".join(lines)
 
 
@@ -502,12 +543,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m compat.estimator.check", description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="+", help="Python files, or folders to search for *.py")
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--diff", action="store_true", help="print the changes --fix would make, writing nothing")
-    parser.add_argument("--fix", action="store_true", help="rewrite the files in place (each whole or not at all)")
+    changes = parser.add_mutually_exclusive_group()
+    changes.add_argument("--diff", action="store_true", help="print the changes --fix would make, writing nothing")
+    changes.add_argument("--fix", action="store_true", help="rewrite the files in place (each whole or not at all)")
     args = parser.parse_args(argv)
 
     files = python_files(args.paths)
-    if not files:
+    if not files and (args.fix or args.diff):
         print(f"no Python files in {', '.join(args.paths)}: nothing checked, nothing changed")
         return 2
     if args.fix and _fix_files(files):
@@ -551,10 +593,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fix_files(files: list[str]) -> list[str]:
-    """Rewrites each file as `fixed_source` gives it, whole or not at all; returns one line for each file it
-    cannot change (unreadable, not Python, read-only). When any is refused, no file is written."""
-    from compat.core import atomic
-
+    """Rewrites each file as `fixed_source` gives it, keeping its mode; returns one line for each file it cannot
+    change (unreadable, not Python, read-only, in a folder it cannot write). When any is refused, none is written."""
     fixed: dict[str, str] = {}
     refused: list[str] = []
     for path in files:
@@ -562,8 +602,9 @@ def _fix_files(files: list[str]) -> list[str]:
             with open(path, encoding="utf-8") as stream:
                 source = stream.read()
             ast.parse(source, filename=path)
-            if not os.stat(path).st_mode & stat.S_IWUSR:
-                refused.append(f"{path}: read-only; make it writable to --fix it")
+            problem = _unwritable(path)
+            if problem:
+                refused.append(f"{path}: {problem}")
                 continue
             changed = fixed_source(source, path)
         except SyntaxError as error:
@@ -577,8 +618,38 @@ def _fix_files(files: list[str]) -> list[str]:
         print(f"{line}; no file was changed")
     if refused:
         return refused
+    return _write_all(fixed)
+
+
+def _unwritable(path: str) -> str | None:
+    """Why `path` cannot be rewritten in place (whole: a new file in its folder, renamed over it), or None."""
+    if not os.stat(path).st_mode & stat.S_IWUSR:
+        return "read-only; make it writable to --fix it"
+    try:
+        probe, probe_path = tempfile.mkstemp(prefix=".check-fix-", dir=os.path.dirname(os.path.abspath(path)))
+    except OSError as error:
+        return f"its folder cannot be written ({error.strerror or error})"
+    os.close(probe)
+    os.remove(probe_path)
+    return None
+
+
+def _write_all(fixed: dict[str, str]) -> list[str]:
+    """Writes each file whole (a temporary file renamed over it), with the mode it had; a write that fails stops
+    the rest and is said in one line, naming the files already rewritten."""
+    from compat.core import atomic
+
+    done: list[str] = []
     for path, text in fixed.items():
-        atomic.write_text(path, text)
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        try:
+            atomic.write_text(path, text)
+            os.chmod(path, mode)
+        except OSError as error:
+            line = f"{path}: cannot be written ({error.strerror or error}); rewritten before it: {done or 'none'}"
+            print(line)
+            return [line]
+        done.append(path)
         print(f"fixed {path}")
     return []
 

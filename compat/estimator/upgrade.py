@@ -17,8 +17,10 @@ and the transformers it gave the canned estimators (`loss_reduction=SUM`, TF 1.x
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import functools
+import io
 import json
 import os
 from collections.abc import Callable
@@ -47,15 +49,31 @@ def symbol_renames() -> dict[str, str]:
     return _tf215_tables()["symbol_renames"]
 
 
-def _with_tf215_tables(spec: Any, tf_upgrade_v2: Any) -> Any:
-    """TF 2.21's upgrader's tables completed with what TF 2.15's had and 2.21's dropped: symbol renames, keyword
-    renames, argument reorders, and which of the upgrader's own transformer functions a name gets (a canned
-    estimator's `loss_reduction=tf.keras.losses.Reduction.SUM`, TF 1.x's default, added when the call leaves it
-    out; its tf.compat.v1 class when it is given a TF 1.x optimizer). TF 2.21's own entries are kept."""
+@cache
+def tf2_names() -> frozenset[str]:
+    """The renamed names that TensorFlow 2 has as well (`tf.keras.optimizers.Adam`, `tf.debugging.assert_equal`,
+    `tf.summary.scalar`): a TF 1.x program meant TF 1.x's, a TF 2 program means TF 2's own."""
+    return frozenset(_tf215_tables()["tf2_names"])
+
+
+def _with_tf215_tables(spec: Any, tf_upgrade_v2: Any, tf1_program: bool) -> Any:
+    """TF 2.21's upgrader's tables completed with what TF 2.15's had and 2.21's dropped.
+
+    For a TF 1.x program (`tf1_program`), all of it, as TF 2.15's upgrader ran: symbol renames, keyword renames,
+    argument reorders, and which of the upgrader's own transformer functions a name gets (a canned estimator's
+    `loss_reduction=tf.keras.losses.Reduction.SUM`, TF 1.x's default, added when the call leaves it out; its
+    tf.compat.v1 class when given a TF 1.x optimizer). TF 2.21's own entries are kept. For a TF 2 program,
+    only the renames of names TensorFlow 2 lacks: its `tf.keras.optimizers.Adam` and
+    `tf.estimator.DNNClassifier(...)` mean TF 2's and stay as they are.
+    """
     tables = _tf215_tables()
     spec.symbol_renames.update(tables["symbol_renames"])
     for old, new in contrib_estimator_renames().items():
         spec.symbol_renames.setdefault(old, new)
+    if not tf1_program:
+        for name in tf2_names() & set(spec.symbol_renames):
+            del spec.symbol_renames[name]
+        return spec
     for name, keywords in tables["function_keyword_renames"].items():
         spec.function_keyword_renames.setdefault(name, keywords)
     for name, order in tables["function_reorders"].items():
@@ -127,16 +145,18 @@ class Upgraded:
     warnings: list[str]
 
 
-def upgrade_source(source: str, path: str) -> Upgraded:
-    """`source` rewritten by TensorFlow's upgrader with TF 2.15's symbol renames (this module's docstring).
+def upgrade_source(source: str, path: str, tf1_program: bool = True) -> Upgraded:
+    """`source` rewritten by TensorFlow's upgrader with TF 2.15's tables (this module's docstring); a TF 2
+    program (`tf1_program=False`) only has the names TensorFlow 2 lacks renamed.
 
     Raises:
         UpgradeError: the file does not parse.
     """
     from tensorflow.tools.compatibility import ast_edits, tf_upgrade_v2
 
-    spec = _with_tf215_tables(tf_upgrade_v2.TFAPIChangeSpec(), tf_upgrade_v2)
-    ok, text, changes, warnings = ast_edits.ASTCodeUpgrader(spec).update_string_pasta(source, path)
+    spec = _with_tf215_tables(tf_upgrade_v2.TFAPIChangeSpec(), tf_upgrade_v2, tf1_program)
+    with contextlib.redirect_stdout(io.StringIO()):  # the upgrader prints its log lines: the report is ours
+        ok, text, changes, warnings = ast_edits.ASTCodeUpgrader(spec).update_string_pasta(source, path)
     if not ok:
         raise UpgradeError(f"{path}: does not parse as Python; fix it first (nothing was changed)")
     return Upgraded(text, [line.strip() for line in changes], [line.strip() for line in warnings])
