@@ -71,8 +71,13 @@ def test_a_name_without_a_counterpart_stops_with_one_line_naming_the_public_name
         exec("from tensorflow_estimator.python.estimator.canned.timeseries.estimators import TimeSeriesRegressor")
     message = str(raised.value)
     assert "\n" not in message and "TimeSeriesRegressor" in message and "tf.estimator." in message
-    # a name TF 2.15's module never had is a plain AttributeError, as it was there
+    # probing answers as it did: False, or the default, for the missing name and for one TF 2.15 never had
+    module = _import("tensorflow_estimator.python.estimator.canned.timeseries.estimators")
+    assert not hasattr(module, "TimeSeriesRegressor") and getattr(module, "TimeSeriesRegressor", None) is None
     assert not hasattr(_import("tensorflow_estimator.python.estimator.canned.dnn"), "NoSuchName")
+    assert not hasattr(_import("tensorflow_estimator.python.estimator.canned.dnn"), "os")  # not the project's imports
+    # a submodule of a public API package is the project's module, not a second copy of it
+    assert _import("tensorflow_estimator._api.v2.estimator.export") is _import("compat.estimator.export")
 
 
 def test_tf_compat_v1_keras_is_tf_kerass_v1_api_in_both_spellings(installed):

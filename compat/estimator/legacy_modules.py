@@ -25,6 +25,7 @@ tests/helpers/tf215_module_names.py under TF 2.15); docs/compatibility.md counts
 from __future__ import annotations
 
 import difflib
+import dis
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -185,12 +186,17 @@ RENAMED: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 
-class LegacyNameError(UserError, ImportError):
+class LegacyNameError(UserError, AttributeError):
     """A name TF 2.15's module defined that the project has no counterpart for.
 
-    An ImportError, not an AttributeError, so that `from ... import name` shows this message rather than
-    Python's generic one: a program that needs the name stops here, saying what to use instead.
+    An AttributeError, so that `hasattr` and `getattr(module, name, default)` probe as they did; a
+    `from ... import name` gets `LegacyImportError` instead (`LegacyModule.__getattr__`), whose message
+    Python shows rather than its generic one.
     """
+
+
+class LegacyImportError(UserError, ImportError):
+    """`from <TF 2.15's module> import <name>` of a name the project has no counterpart for."""
 
 
 @cache
@@ -233,7 +239,9 @@ def _load(dotted: str) -> Any:
     """A module by its dotted name, or a module held as an attribute (`compat.core.tf_internals.export_utils`)."""
     try:
         return importlib.import_module(dotted)
-    except ModuleNotFoundError:
+    except ModuleNotFoundError as error:
+        if error.name != dotted:
+            raise  # a module missing inside the counterpart, not the counterpart itself
         owner, _, attribute = dotted.rpartition(".")
         return getattr(importlib.import_module(owner), attribute)
 
@@ -268,25 +276,25 @@ def resolve(fullname: str, name: str) -> Any:
     if (relative, name) in RENAMED:
         module_name, attribute = RENAMED[(relative, name)]
         return getattr(importlib.import_module(module_name), attribute)
+    had_it = name in tf215_modules().get(f"{_ESTIMATOR}.{relative}", ())
+    if not had_it:  # only TF 2.15's names: the counterparts' own helpers and imports are not part of it
+        raise AttributeError(f"module {fullname!r} has no attribute {name!r} (nor had TF 2.15's)")
     for module_name in counterparts(relative):
         module = _load(module_name)
         if module_name.startswith("compat.estimator.canned."):
             name_here = _v1_canned_name(module, name)
             if name_here is not None:
                 return getattr(module, name_here)
-        if not name.startswith("__") and hasattr(module, name):
+        if hasattr(module, name):
             return getattr(module, name)
     public = importlib.import_module(_API_V2)
-    had_it = name in tf215_modules().get(f"{_ESTIMATOR}.{relative}", ())
     if had_it and name in public.__all__:
         return getattr(public, name)  # a re-export of a public name (ModeKeys, VocabInfo, the hooks)
     constants = tf215_constants().get(f"{_ESTIMATOR}.{relative}", {})
     if name in constants:  # a plain constant of TF 2.15's module (a TF_CONFIG key, a default learning rate)
         value = constants[name]
         return tuple(value) if isinstance(value, list) else value
-    if had_it:
-        raise LegacyNameError(_missing_message(fullname, name))
-    raise AttributeError(f"module {fullname!r} has no attribute {name!r} (nor had TF 2.15's)")
+    raise LegacyNameError(_missing_message(fullname, name))
 
 
 def _missing_message(fullname: str, name: str) -> str:
@@ -295,6 +303,18 @@ def _missing_message(fullname: str, name: str) -> str:
     close = difflib.get_close_matches(name.strip("_"), candidates, n=1, cutoff=0.5)
     hint = f": the closest public name is tf.estimator.{close[0]}" if close else ": use tf.estimator's public names"
     return f"{fullname}.{name} (TF 2.15's) has no counterpart under compat.estimator{hint}"
+
+
+def _importing_from() -> bool:
+    """Whether the code asking for a module attribute is a `from ... import name` statement (its frame is at
+    the IMPORT_FROM instruction): that one is told why in an ImportError, a `hasattr` is answered False."""
+    frame = sys._getframe(2)  # the caller of LegacyModule.__getattr__ (the import machinery calls it from C)
+    try:
+        return dis.opname[frame.f_code.co_code[frame.f_lasti]] == "IMPORT_FROM"
+    except (IndexError, AttributeError):
+        return False
+    finally:
+        del frame
 
 
 class LegacyModule(types.ModuleType):
@@ -306,7 +326,12 @@ class LegacyModule(types.ModuleType):
         submodule = f"{self.__name__}.{name}"
         if hasattr(self, "__path__") and _is_known_module(submodule):
             return importlib.import_module(submodule)  # TF 2.15's submodule, not the project's of that name
-        value = resolve(self.__name__, name)
+        try:
+            value = resolve(self.__name__, name)
+        except LegacyNameError as error:
+            if _importing_from():
+                raise LegacyImportError(str(error)) from None
+            raise
         setattr(self, name, value)
         return value
 
@@ -332,6 +357,8 @@ def _package_names() -> frozenset[str]:
 def _is_known_module(fullname: str) -> bool:
     if fullname in _package_names():
         return True
+    if any(fullname.startswith(alias + ".") for alias in PUBLIC_API):
+        return True  # a submodule of a public API package (`tensorflow_estimator.estimator.export`)
     return fullname == _KERAS_V1 or fullname.startswith(_KERAS_V1 + ".")
 
 
@@ -375,8 +402,11 @@ _served: set[str] = set()  # the module names this finder's loader made or hande
 
 
 def _existing_target(fullname: str) -> str | None:
-    if fullname in PUBLIC_API:
-        return PUBLIC_API[fullname]
+    """The real module a served name stands for: the public API packages (and their submodules, which must
+    not load a second time under TF 2.15's name), and tf_keras' TF 1.x API."""
+    for alias, target in PUBLIC_API.items():
+        if fullname == alias or fullname.startswith(alias + "."):
+            return target + fullname[len(alias) :]
     if fullname == _KERAS_V1 or fullname.startswith(_KERAS_V1 + "."):
         return _TF_KERAS_V1 + fullname[len(_KERAS_V1) :]
     return None
@@ -388,9 +418,9 @@ class LegacyFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         if not _is_known_module(fullname):
             return None
-        keras_target = _existing_target(fullname) if fullname.startswith(_KERAS_V1) else None
-        if keras_target is not None and not _module_exists(keras_target):
-            return None  # tf_keras has no such module: the import fails as it would have in TF 2.15
+        target = _existing_target(fullname)
+        if target is not None and fullname not in PUBLIC_API and not _module_exists(target):
+            return None  # no such module there: the import fails as it would have in TF 2.15
         return importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=_is_package(fullname))
 
 
