@@ -480,9 +480,10 @@ def save_flagfile(
         if line:
             lines.append(line)
     text = "\n".join(lines) + "\n"
-    if keep_previous_as and os.path.exists(path):
-        with open(path, encoding="utf-8") as stream:
-            previous = stream.read()
+    if keep_previous_as:
+        import tensorflow as tf  # the model folder may be a bucket (gs://)
+
+        previous = tf.io.gfile.GFile(path).read() if tf.io.gfile.exists(path) else text
         if previous != text:
             stem, extension = os.path.splitext(path)
             atomic.write_text(f"{stem}.{keep_previous_as}{extension}", previous)

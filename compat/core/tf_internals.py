@@ -37,6 +37,7 @@ import contextlib
 import contextvars
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.eager import monitoring
@@ -184,6 +185,11 @@ def keras_training_default(training: bool) -> Iterator[None]:
 
 
 # -- private names of TensorFlow and Keras, each behind one function -------------------
+
+
+def serves_in_process(strategy: Any) -> bool:
+    """Whether a MultiWorkerMirroredStrategy started this task's server itself (made with eager execution on)."""
+    return bool(getattr(strategy.extended, "_std_server_started", False))
 
 
 def usage_gauge(name: str, description: str, *labels: str, of: str = "bool") -> monitoring.Metric:

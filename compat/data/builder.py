@@ -93,8 +93,10 @@ def index(source: Source, config: PipelineConfig = PipelineConfig()) -> SourceIn
 
 
 def check_cache_folder(source: Source, config: PipelineConfig = PipelineConfig()) -> None:
-    """Refuses, before a run writes anything, a cache folder it would write into that is a file or read-only:
-    the disk cache, and a source generated or downloaded there (the built-in set, FSDD without a path).
+    """Refuses, before a run writes anything, a cache folder that is a file or read-only when the run must write
+    there: a source generated or downloaded there (the built-in set, FSDD without a path), or a disk cache in a
+    folder the caller named (`cache_dir`). The default folder's disk cache, unwritable, is left to the cache
+    itself, which warns and goes on without it.
 
     Raises:
         cache.CacheFolderError: naming the folder and what to do.
@@ -103,7 +105,7 @@ def check_cache_folder(source: Source, config: PipelineConfig = PipelineConfig()
         return  # listed already: its files are in place
     parsed = DataSource.parse(source)
     generated_here = parsed.kind == "synthetic" or (parsed.kind == "fsdd" and parsed.path is None)
-    if config.cache == "disk" or generated_here:
+    if generated_here or (config.cache == "disk" and config.cache_dir is not None):
         cache.check_writable_folder(config.resolved_cache_dir)
 
 

@@ -44,6 +44,7 @@ import math
 import os
 import re
 import shutil
+import tempfile
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -90,9 +91,8 @@ def check_writable_folder(cache_dir: str) -> None:
         raise CacheFolderError(f"the cache folder {cache_dir} (`cache_dir`) is a file, not a folder: {advice}")
     try:
         os.makedirs(cache_dir, exist_ok=True)
-        probe = os.path.join(cache_dir, f".write-check-{os.getpid()}")
-        with open(probe, "w"):
-            pass
+        handle, probe = tempfile.mkstemp(prefix=".write-check-", dir=cache_dir)  # a name no other task has
+        os.close(handle)
         os.remove(probe)
     except OSError as error:
         raise CacheFolderError(

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
 
+from compat.core import tf_internals
 from compat.estimator import replicated
 from compat.estimator.base import EstimatorBase
 from compat.estimator.estimator import Estimator
@@ -299,8 +300,11 @@ def _train_in_cluster(estimator: EstimatorBase, train_spec: TrainSpec) -> None:
     # Made eagerly, the strategy serves this task in-process, where the training session reaches it. A program
     # that disabled eager execution (TensorFlow's "Multi-worker training with Estimator" tutorial) made it in
     # graph mode, which starts no server: this task's is started here, as TF 2.15's distribute coordinator did,
-    # or every session waits for a server that never comes.
-    server = None if tf.executing_eagerly() else _start_server(config, config.train_distribute)
+    # or every session waits for a server that never comes. (The strategy says which; executing_eagerly() is
+    # False inside a program's own `with tf.Graph().as_default()`, where an eager strategy already serves.)
+    strategy = config.train_distribute
+    starts_server = strategies.is_multi_worker(strategy) and not tf_internals.serves_in_process(strategy)
+    server = _start_server(config, strategy) if starts_server else None
     estimator.train(
         train_spec.input_fn,
         hooks=train_spec.hooks,

@@ -26,7 +26,6 @@ import contextlib
 import csv
 import io
 import logging
-import os
 import time
 from collections.abc import Iterator
 
@@ -99,22 +98,27 @@ def train_and_evaluate(run: Run) -> dict | None:
 
 
 def _export_at_the_end(run: Run, est: estimator.Estimator, exporters: list, test: dict) -> None:
-    """The exports the chief makes after training, from the last checkpoint: all of them in a cluster without an
-    evaluator (which would have made them); else those whose folder holds no whole export. A rerun of a finished
-    folder trains nothing, so nothing exports on the way (TF 2.15's train_and_evaluate): an export a stopped
-    run did not finish (Ctrl-C, a kill) is made here."""
+    """The exports the chief makes after training, from the last checkpoint.
+
+    In a cluster with an evaluator, none: the evaluator exports. In one without, every exporter (nobody else
+    evaluated). On one machine, a final export that is missing: a rerun of a finished folder trains nothing,
+    so nothing exports on the way (TF 2.15's train_and_evaluate), and a stopped run (Ctrl-C, a kill) may have
+    left none. `best/` is not made here: it needs the evaluation split's results, not the test split's.
+    """
     cluster = est.config.cluster_spec.as_dict()
+    if "evaluator" in cluster:
+        return
     checkpoint = est.latest_checkpoint()
     assert checkpoint is not None  # just evaluated
     for exporter in exporters:
         folder = run.path(model_folder.ESTIMATOR_EXPORTS, exporter.name)
-        if (cluster and "evaluator" not in cluster) or not _has_export(folder):
+        if cluster or (isinstance(exporter, estimator.FinalExporter) and not _has_export(folder)):
             exporter.export(est, folder, checkpoint, test, True)
 
 
 def _has_export(folder: str) -> bool:
     """Whether `folder` holds a whole export (a timestamped folder; a temporary one is a stopped writer's)."""
-    return os.path.isdir(folder) and any(name.isdigit() for name in os.listdir(folder))
+    return tf.io.gfile.isdir(folder) and any(name.strip("/").isdigit() for name in tf.io.gfile.listdir(folder))
 
 
 _RESULTS_LINE = "Saving dict for global step"  # the Estimator's line for each evaluation's results (TF 2.15's)
