@@ -16,6 +16,7 @@ embeddings are refused, naming what to do instead.
 from __future__ import annotations
 
 import collections
+import enum
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,15 @@ from compat.estimator.tpu.tpu_config import (
 
 _BATCH_SIZE_KEY = "batch_size"
 _RESERVED_PARAMS = (_BATCH_SIZE_KEY, "context")
+
+
+class ExportSavedModelApiVersion(enum.IntEnum):
+    """`TPUEstimator(export_saved_model_api_version=...)`, as TF 2.15 named its values: how a model_fn was
+    exported for TPU serving (V1 rewritten by the Estimator, V2 as the model_fn builds it). Off a TPU both
+    export the model_fn as it is."""
+
+    V1 = 1
+    V2 = 2
 
 
 def _call_with_tensors(fn: Callable, tensors: Any) -> Any:
