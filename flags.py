@@ -408,6 +408,24 @@ def check_model_dir_scheme(model_dir: str) -> None:
         )
 
 
+def in_flag_words(message: str) -> str:
+    """A configuration's refusal (`TrainConfig: learning_rate must be > 0`) in the command line's words: the
+    config class left out, each field named by its flag (`--learning_rate must be > 0`)."""
+    import re
+    import sys
+
+    message = re.sub(r"^\w+Config: ", "", message)
+    fields = {
+        _RENAMED.get(flag.name, flag.name): flag.name for flag in FLAGS.get_key_flags_for_module(sys.modules[__name__])
+    }
+    names = sorted((name for name in fields if name != "name"), key=len, reverse=True)  # 'name' is too common a word
+    if not names:
+        return message
+    return re.sub(
+        r"(?<![\w-])(" + "|".join(map(re.escape, names)) + r")(?!\w)", lambda m: "--" + fields[m.group(1)], message
+    )
+
+
 def configs_from_flags() -> Configs:
     """The one place that reads FLAGS. A value the configs reject raises ValueError naming it."""
     import sys

@@ -311,7 +311,10 @@ def parse_flags(argv: list[str]) -> list[str]:
     try:
         return absl_flags.FLAGS(argv)
     except absl_flags.Error as error:
-        fail(f"{error} (python train.py --help lists every flag with its range)")
+        text = str(error)
+        if "Unable to open flagfile" in text:  # absl's "ERROR:: Unable to open flagfile: [Errno 2] ..."
+            fail(f"--flagfile: {text.split('Unable to open flagfile:', 1)[1].strip()}; check the path")
+        fail(f"{text} (python train.py --help lists every flag with its range)")
         raise  # not reached: fail exits
 
 
@@ -348,8 +351,8 @@ def main(argv: list[str]) -> None:
 
     try:
         configs = flags.configs_from_flags()
-    except ValueError as error:  # a config's own check: names the field, which is the flag
-        fail(str(error))
+    except ValueError as error:  # a config's own check: names the field, said here as its flag
+        fail(flags.in_flag_words(str(error)))
     _quiet_tensorflow_logs(configs.mode)
     if configs.mode == "predict":
         predict(configs.model_dir, argv[1:])

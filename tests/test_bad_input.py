@@ -254,7 +254,8 @@ def test_a_cache_dir_that_is_a_file_runs_uncached_with_a_warning(tmp_path, caplo
 
 def test_a_flagfile_that_does_not_exist(tmp_path):
     result = train_in_process(f"--flagfile={tmp_path / 'nope.txt'}")
-    assert result.returncode == 2 and "Unable to open flagfile" in result.stderr and "nope.txt" in result.stderr
+    assert result.returncode == 2 and "--flagfile: [Errno 2] No such file or directory" in result.stderr
+    assert "nope.txt" in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_a_model_dir_inside_a_file(tmp_path):
@@ -437,3 +438,34 @@ def test_an_empty_model_dir_or_one_of_a_missing_file_system_is_one_line(tmp_path
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith(expected), line
     assert "Traceback" not in result.stderr
+
+
+def test_a_refused_run_leaves_no_cache_folder_it_made(tmp_path):
+    cache = tmp_path / "new" / "cache"
+    result = train_in_process("--dataset=folder", f"--data_dir={tmp_path / 'missing'}", f"--cache_dir={cache}",
+                              f"--model_dir={tmp_path / 'run'}", "--max_steps=2")
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert not (tmp_path / "new").exists() and not (tmp_path / "run").exists()
+
+
+def test_a_folder_of_loose_audio_files_is_told_to_make_class_folders(tmp_path, class_folders):
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for path in glob.glob(os.path.join(class_folders, "*", "*.wav"))[:4]:
+        shutil.copy(path, flat)
+    result = train_in_process("--dataset=folder", f"--data_dir={flat}", f"--cache_dir={tmp_path / 'cache'}",
+                              f"--model_dir={tmp_path / 'run'}", "--max_steps=2")
+    assert result.returncode == 2
+    assert "holds audio files but no class sub-folders" in result.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("flag, expected", [
+    ("--learning_rate=0", "train.py: error: --learning_rate must be > 0, got 0.0"),
+    ("--tf_data_service=localhost:5000", "train.py: error: --tf_data_service 'localhost:5000' must be grpc://"),
+    ("--flagfile=/no/such/flags.txt", "train.py: error: --flagfile: [Errno 2] No such file or directory"),
+])
+def test_a_settings_refusal_names_the_flag_not_the_configuration(tmp_path, flag, expected):
+    result = train_in_process(flag, f"--model_dir={tmp_path / 'run'}", f"--cache_dir={tmp_path / 'cache'}")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith(expected), result.stderr[-1000:]
+    assert "Config:" not in result.stderr

@@ -76,10 +76,21 @@ class CacheFolderError(UserError, OSError):
     """The cache folder a run needs is a file, or cannot be made or written: refused before the run starts."""
 
 
+def _missing_parts(folder: str) -> list[str]:
+    """The folders `os.makedirs(folder)` would make, innermost first."""
+    missing = []
+    path = os.path.abspath(folder)
+    while not os.path.exists(path) and path != os.path.dirname(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    return missing
+
+
 def check_writable_folder(cache_dir: str) -> None:
     """Refuses `cache_dir` before anything is written when it names a file or a folder that cannot be written.
 
-    Makes the folder if it is missing (a run would), and writes and removes one empty file in it.
+    Makes the folder if it is missing (as the run would), writes and removes one empty file in it, and removes
+    again what it made.
 
     Raises:
         CacheFolderError: naming the folder, why, and what to do.
@@ -89,11 +100,14 @@ def check_writable_folder(cache_dir: str) -> None:
     advice = "name a writable folder with `cache_dir` (it is made if missing)"
     if os.path.exists(cache_dir) and not os.path.isdir(cache_dir):
         raise CacheFolderError(f"the cache folder {cache_dir} (`cache_dir`) is a file, not a folder: {advice}")
+    made = _missing_parts(cache_dir)  # made for the probe, removed after it: a later refusal leaves no folder
     try:
         os.makedirs(cache_dir, exist_ok=True)
         handle, probe = tempfile.mkstemp(prefix=".write-check-", dir=cache_dir)  # a name no other task has
         os.close(handle)
         os.remove(probe)
+        for folder in made:
+            os.rmdir(folder)
     except OSError as error:
         raise CacheFolderError(
             f"the cache folder {cache_dir} (`cache_dir`) cannot be written ({error.strerror or error}): {advice}"

@@ -102,7 +102,10 @@ def _require_dir(path: str, what: str) -> str:
     if not os.path.exists(path):
         raise DataSourceError(f"{what} '{path}' does not exist; check the path (`data_dir`)")
     if not os.path.isdir(path):
-        raise DataSourceError(f"{what} '{path}' is not a folder")
+        raise DataSourceError(
+            f"{what} '{path}' is a file, not a folder: point `data_dir` at a folder with one sub-folder of audio "
+            "files per class"
+        )
     return path
 
 
@@ -112,6 +115,12 @@ def is_audio_file(name: str) -> bool:
 
 
 def _no_audio_error(folder: str) -> DataSourceError:
+    loose = os.path.isdir(folder) and any(is_audio_file(name) for name in os.listdir(folder))
+    if loose:  # the files are there, but not in class folders
+        return DataSourceError(
+            f"'{folder}' holds audio files but no class sub-folders: put each class's files in a sub-folder "
+            "named after the class (`data_dir` is the folder above them)"
+        )
     return DataSourceError(
         f"no audio files in '{folder}' (looked for {', '.join(AUDIO_EXTENSIONS)}); "
         "point `data_dir` at a folder with one sub-folder of audio files per class"
@@ -183,6 +192,8 @@ def list_manifest(manifest: str) -> list[LabelledFile]:
     or split, it is refused, since a file in two splits is tested on what the
     model trained on.
     """
+    if os.path.isdir(manifest):
+        raise DataSourceError(f"manifest '{manifest}' is a folder: give the CSV file itself (`manifest`)")
     if not os.path.isfile(manifest):
         raise DataSourceError(f"manifest '{manifest}' does not exist; check the path (`manifest`)")
     base = os.path.dirname(os.path.abspath(manifest))
