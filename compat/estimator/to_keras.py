@@ -116,9 +116,7 @@ def from_export(export_dir: str, signature: str | None = None) -> keras.Model:
     if signature is None:
         signature = "serving_default" if "serving_default" in names or len(names) != 1 else names[0]
     if signature not in loaded.signatures:
-        raise ConversionError(
-            f"{export_dir} has no signature '{signature}'; it has {names}: name one (signature=NAME)"
-        )
+        raise ConversionError(f"{export_dir} has no signature '{signature}'; it has {names}: name one (signature=NAME)")
     specs = loaded.signatures[signature].structured_input_signature[1]
     inputs = {name: keras.Input(shape=spec.shape[1:], dtype=spec.dtype.name, name=name) for name, spec in specs.items()}
     layer = ExportSignature(export_dir, call_endpoint=signature)
