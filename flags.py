@@ -422,7 +422,7 @@ def in_flag_words(message: str) -> str:
     if not names:
         return message
     return re.sub(
-        r"(?<![\w-])(" + "|".join(map(re.escape, names)) + r")(?!\w)", lambda m: "--" + fields[m.group(1)], message
+        r"(?<![\w`-])(" + "|".join(map(re.escape, names)) + r")(?!\w)", lambda m: "--" + fields[m.group(1)], message
     )
 
 

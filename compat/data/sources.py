@@ -109,6 +109,13 @@ def _require_dir(path: str, what: str) -> str:
     return path
 
 
+def _require_file(manifest: str) -> None:
+    if os.path.isdir(manifest):
+        raise DataSourceError(f"manifest '{manifest}' is a folder: give the CSV file itself (`manifest`)")
+    if not os.path.isfile(manifest):
+        raise DataSourceError(f"manifest '{manifest}' does not exist; check the path (`manifest`)")
+
+
 def is_audio_file(name: str) -> bool:
     """Whether a file name has an audio extension this toolkit reads (AUDIO_EXTENSIONS, any case)."""
     return name.lower().endswith(AUDIO_EXTENSIONS)
@@ -192,10 +199,7 @@ def list_manifest(manifest: str) -> list[LabelledFile]:
     or split, it is refused, since a file in two splits is tested on what the
     model trained on.
     """
-    if os.path.isdir(manifest):
-        raise DataSourceError(f"manifest '{manifest}' is a folder: give the CSV file itself (`manifest`)")
-    if not os.path.isfile(manifest):
-        raise DataSourceError(f"manifest '{manifest}' does not exist; check the path (`manifest`)")
+    _require_file(manifest)
     base = os.path.dirname(os.path.abspath(manifest))
     try:
         with open(manifest, newline="", encoding="utf-8-sig") as stream:  # -sig: a spreadsheet's byte-order mark
