@@ -12,8 +12,10 @@ and test with isinstance; the Keras engine is registered with it
 from __future__ import annotations
 
 import abc
+import contextlib
 import copy
 import os
+import random
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -26,6 +28,25 @@ from compat.estimator import input_cache
 from compat.estimator.run_config import RunConfig
 
 _v1 = tf.compat.v1
+
+
+@contextlib.contextmanager
+def seeded_python_random(seed: int | None) -> Iterator[None]:
+    """Python's `random` seeded for a moment, then put back (nothing when `seed` is None).
+
+    Keras 2's and Keras 3's initializers made without a seed (a layer's default `glorot_uniform`) each draw one
+    from Python's `random`: seeded with RunConfig's `tf_random_seed` while a model is built, two runs with the
+    same seed start from the same weights (TF 2.15's model_fns did not).
+    """
+    if seed is None:
+        yield
+        return
+    state = random.getstate()
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        random.setstate(state)
 
 
 def default_session_config() -> tf.compat.v1.ConfigProto:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -45,6 +44,7 @@ from compat.estimator.base import (
     check_train_steps,
     extract_keys,
     per_example,
+    seeded_python_random,
     timestamped_dir,
     write_checkpoint_path_to_summary,
     write_dict_to_summary,
@@ -346,7 +346,7 @@ class Estimator(EstimatorBase):
         graph = _v1.get_default_graph()
         first_op = len(graph.get_operations())
         tf.compat.v1.logging.info("Calling model_fn.")
-        with tf_internals.keras_training_default(mode == ModeKeys.TRAIN), _seeded_initializers(config.tf_random_seed):
+        with tf_internals.keras_training_default(mode == ModeKeys.TRAIN), seeded_python_random(config.tf_random_seed):
             spec = self._model_fn(features=features, **kwargs)
         tf.compat.v1.logging.info("Done calling model_fn.")
         if not isinstance(spec, EstimatorSpec):
@@ -885,25 +885,6 @@ class Estimator(EstimatorBase):
 
 
 EstimatorV2 = Estimator
-
-
-@contextlib.contextmanager
-def _seeded_initializers(seed: int | None) -> Iterator[None]:
-    """Python's `random` seeded with RunConfig's `tf_random_seed` while a model_fn builds, then as it was.
-
-    The graph seed alone does not fix a model_fn's initial weights: Keras 2's and Keras 3's initializers made
-    without a seed (`tf.compat.v1.layers.dense`, `tf.keras.layers.Dense`) each draw one from Python's `random`.
-    Seeded here, two runs with the same seed and data start from the same weights (TF 2.15's did not).
-    """
-    if seed is None:
-        yield
-        return
-    state = random.getstate()
-    random.seed(seed)
-    try:
-        yield
-    finally:
-        random.setstate(state)
 
 
 def _loss_and_step_logger(spec: EstimatorSpec, global_step: tf.Variable, every_n_iter: int) -> Any:

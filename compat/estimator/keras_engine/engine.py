@@ -16,6 +16,7 @@ from compat.estimator.base import (
     check_checkpoint_exists,
     extract_keys,
     per_example,
+    seeded_python_random,
     timestamped_dir,
 )
 from compat.estimator.estimator import Estimator
@@ -32,7 +33,6 @@ from compat.estimator.keras_engine.recipe import (
     ModelRecipe,
     compiled_model,
     coordinating_strategy,
-    seeded_python_random,
 )
 from compat.estimator.model_fn import ModeKeys
 from compat.estimator.run_config import RunConfig

@@ -8,7 +8,6 @@ import contextlib
 import copy as copy_lib
 import dataclasses
 import os
-import random
 from typing import Any
 
 import keras
@@ -17,20 +16,6 @@ import tensorflow as tf
 from compat.core import strategies
 from compat.estimator.keras_engine import legacy as keras_legacy
 from compat.estimator.run_config import RunConfig, TaskType
-
-
-@contextlib.contextmanager
-def seeded_python_random(seed: int | None):
-    """Python's `random` seeded for a moment (Keras draws layers' default seeds from it), then put back."""
-    if seed is None:
-        yield
-        return
-    state = random.getstate()
-    random.seed(seed)
-    try:
-        yield
-    finally:
-        random.setstate(state)
 
 
 @dataclasses.dataclass(frozen=True)
