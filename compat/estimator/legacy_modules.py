@@ -215,6 +215,13 @@ def tf215_constants() -> dict[str, dict[str, Any]]:
     return _tf215()["constants"]
 
 
+def _names_of(fullname: str) -> list[str]:
+    """The names TF 2.15's module `fullname` defined, for either spelling (tensorflow_estimator's is the list:
+    TensorFlow's forwarding copy re-exported it)."""
+    relative = relative_name(fullname)
+    return [] if relative is None else tf215_modules().get(f"{_ESTIMATOR}.{relative}", [])
+
+
 def relative_name(fullname: str) -> str | None:
     """The module's path below tensorflow_estimator.python.estimator ('' for that package), for either
     spelling; None for a module outside both."""
@@ -276,8 +283,7 @@ def resolve(fullname: str, name: str) -> Any:
     if (relative, name) in RENAMED:
         module_name, attribute = RENAMED[(relative, name)]
         return getattr(importlib.import_module(module_name), attribute)
-    had_it = name in tf215_modules().get(f"{_ESTIMATOR}.{relative}", ())
-    if not had_it:  # only TF 2.15's names: the counterparts' own helpers and imports are not part of it
+    if name not in _names_of(fullname):  # only TF 2.15's names: the counterparts' own helpers and imports are not
         raise AttributeError(f"module {fullname!r} has no attribute {name!r} (nor had TF 2.15's)")
     for module_name in counterparts(relative):
         module = _load(module_name)
@@ -288,7 +294,7 @@ def resolve(fullname: str, name: str) -> Any:
         if hasattr(module, name):
             return getattr(module, name)
     public = importlib.import_module(_API_V2)
-    if had_it and name in public.__all__:
+    if name in public.__all__:
         return getattr(public, name)  # a re-export of a public name (ModeKeys, VocabInfo, the hooks)
     constants = tf215_constants().get(f"{_ESTIMATOR}.{relative}", {})
     if name in constants:  # a plain constant of TF 2.15's module (a TF_CONFIG key, a default learning rate)
@@ -336,10 +342,7 @@ class LegacyModule(types.ModuleType):
         return value
 
     def __dir__(self) -> list[str]:
-        names = tf215_modules().get(self.__name__) or tf215_modules().get(
-            f"{_ESTIMATOR}.{relative_name(self.__name__)}"
-        )
-        return sorted({*super().__dir__(), *(names or ())})
+        return sorted({*super().__dir__(), *_names_of(self.__name__)})
 
 
 @cache
@@ -355,11 +358,9 @@ def _package_names() -> frozenset[str]:
 
 
 def _is_known_module(fullname: str) -> bool:
-    if fullname in _package_names():
-        return True
-    if any(fullname.startswith(alias + ".") for alias in PUBLIC_API):
-        return True  # a submodule of a public API package (`tensorflow_estimator.estimator.export`)
-    return fullname == _KERAS_V1 or fullname.startswith(_KERAS_V1 + ".")
+    """A module of TF 2.15's (or a package above one), or a name standing for an existing module: the public
+    API packages and their submodules (`tensorflow_estimator.estimator.export`), tf_keras' TF 1.x API."""
+    return fullname in _package_names() or _existing_target(fullname) is not None
 
 
 def is_served_path(fullname: str) -> bool:
@@ -371,9 +372,7 @@ def had_name(fullname: str, name: str) -> bool:
     """Whether TF 2.15's module `fullname` had `name` (a name it defined, or a submodule of it)."""
     if fullname.startswith(_KERAS_V1):
         return True  # tf_keras' TF 1.x API: its names are Keras 2's own, not listed here
-    relative = relative_name(fullname)
-    names = tf215_modules().get(fullname) or tf215_modules().get(f"{_ESTIMATOR}.{relative}", [])
-    return name in names or _is_known_module(f"{fullname}.{name}")
+    return name in _names_of(fullname) or _is_known_module(f"{fullname}.{name}")
 
 
 def _is_package(fullname: str) -> bool:
