@@ -33,6 +33,7 @@ import logging as python_logging
 import os
 import shutil
 import socket
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -197,6 +198,17 @@ def remove_abandoned_temporaries(parent: str, *, all_dead: bool = False) -> list
             removed.append(entry.path)
             logging.info("Removed %s, left by a writer that ended", entry.path)
     return removed
+
+
+def probe_writable(folder: str) -> None:
+    """Writes and removes one empty file of a name no other process has in `folder`.
+
+    Raises:
+        OSError: the folder cannot be written (read-only, no permission, immutable, not a folder).
+    """
+    handle, probe = tempfile.mkstemp(prefix=".write-check-", dir=folder)
+    os.close(handle)
+    os.remove(probe)
 
 
 def discard(folder: str) -> None:

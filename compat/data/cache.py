@@ -44,7 +44,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -103,9 +102,7 @@ def check_writable_folder(cache_dir: str) -> None:
     made = _missing_parts(cache_dir)  # made for the probe, removed after it: a later refusal leaves no folder
     try:
         os.makedirs(cache_dir, exist_ok=True)
-        handle, probe = tempfile.mkstemp(prefix=".write-check-", dir=cache_dir)  # a name no other task has
-        os.close(handle)
-        os.remove(probe)
+        atomic.probe_writable(cache_dir)
         for folder in made:
             os.rmdir(folder)
     except OSError as error:

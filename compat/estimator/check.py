@@ -34,7 +34,6 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator
 
 from compat.estimator import compatibility, legacy_modules, upgrade
@@ -317,6 +316,9 @@ _ITERATOR_METHODS = {
 }
 
 
+_ITERATOR_USES = {f"tf.data.Dataset.{method}" for method in _ITERATOR_METHODS}  # the names their uses get
+
+
 def _iterator_method_uses(tree: ast.AST, path: str) -> Iterator[Use]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args:
@@ -445,7 +447,7 @@ def _is_tf1_program(uses: list[Use]) -> bool:
             use.status == compatibility.REFUSED
             and (_tf1_rename(use.name) is not None or use.name.startswith(("tf.layers.", "tf.train.", "tf.contrib.")))
         )
-        or use.name.startswith("tf.data.Dataset.make_")
+        or use.name in _ITERATOR_USES
         for use in uses
     )
 
@@ -625,12 +627,12 @@ def _unwritable(path: str) -> str | None:
     """Why `path` cannot be rewritten in place (whole: a new file in its folder, renamed over it), or None."""
     if not os.stat(path).st_mode & stat.S_IWUSR:
         return "read-only; make it writable to --fix it"
+    from compat.core import atomic
+
     try:
-        probe, probe_path = tempfile.mkstemp(prefix=".check-fix-", dir=os.path.dirname(os.path.abspath(path)))
+        atomic.probe_writable(os.path.dirname(os.path.abspath(path)))
     except OSError as error:
         return f"its folder cannot be written ({error.strerror or error})"
-    os.close(probe)
-    os.remove(probe_path)
     return None
 
 

@@ -336,7 +336,7 @@ def lookup(dotted: str) -> Entry:
     if name in _ROWS:
         return _ROWS[name]
     if name.startswith("contrib.estimator."):
-        moved = _contrib_estimator_home(name[len("contrib.estimator.") :])
+        moved = contrib_estimator_home(name[len("contrib.estimator.") :])
         if moved:
             return Entry(REFUSED, f"tf.contrib is not in TensorFlow 2: use tf.{moved}")
     if name.startswith("contrib.learn."):
@@ -351,7 +351,7 @@ def lookup(dotted: str) -> Entry:
     return _ROWS[max(prefixes, key=len)] if prefixes else Entry(UNKNOWN)
 
 
-def _contrib_estimator_home(member: str) -> str | None:
+def contrib_estimator_home(member: str) -> str | None:
     """Where TF 2.15 kept what TF 1.x had as `tf.contrib.estimator.<member>`: `estimator.<member>` or
     `estimator.experimental.<member>` (stop_if_no_decrease_hook, ...), None when it kept neither."""
     for home in (f"estimator.{member}", f"estimator.experimental.{member}"):

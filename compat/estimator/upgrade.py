@@ -126,14 +126,13 @@ def contrib_estimator_renames() -> dict[str, str]:
     the early-stopping hooks, ...): TF 1.x programs imported them from tf.contrib."""
     from compat.estimator import compatibility
 
-    public = set(compatibility.tf215_names())
-    renames: dict[str, str] = {}
-    for home in ("estimator.", "estimator.experimental."):  # tf.estimator's own name first, as TF 2.15 kept it
-        for name in sorted(public):
-            member = name[len(home) :]
-            if name.startswith(home) and "." not in member:
-                renames.setdefault(f"tf.contrib.estimator.{member}", f"tf.{name}")
-    return renames
+    members = {
+        name.rsplit(".", 1)[1]
+        for name in compatibility.tf215_names()
+        if name.count(".") == 1 + name.startswith("estimator.experimental.") and name.startswith("estimator.")
+    }
+    homes = {member: compatibility.contrib_estimator_home(member) for member in sorted(members)}
+    return {f"tf.contrib.estimator.{member}": f"tf.{home}" for member, home in homes.items() if home}
 
 
 @dataclasses.dataclass(frozen=True)
