@@ -197,7 +197,7 @@ def test_a_linear_model_over_numeric_and_bucketized_columns_becomes_native_keras
                                expected[key], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("column", ["int_vocabulary_oov", "identity_default", "max_norm", "raw_key_first"])
+@pytest.mark.parametrize("column", ["int_vocabulary_oov", "identity_default", "max_norm", "own_hash_key"])
 def test_columns_whose_keras_ids_would_differ_from_tfs_are_named_not_converted(tmp_path, column):
     """Where Keras' layers would not give TF's ids (or vectors), the Estimator converts through its export."""
     fc = tf.feature_column
@@ -206,7 +206,7 @@ def test_columns_whose_keras_ids_would_differ_from_tfs_are_named_not_converted(t
         "int_vocabulary_oov": fc.categorical_column_with_vocabulary_list("code", [3, 5, 7], num_oov_buckets=2),
         "identity_default": fc.categorical_column_with_identity("size", 4, default_value=0),
         "max_norm": fc.embedding_column(size, 2, max_norm=1.0),
-        "raw_key_first": fc.crossed_column(["tag", size], 11),
+        "own_hash_key": fc.crossed_column(["tag", size], 11, hash_key=7),
     }[column]
     model = (estimator.DNNClassifier([4], [made], model_dir=str(tmp_path / "run")) if column == "max_norm"
              else estimator.LinearClassifier([made], model_dir=str(tmp_path / "run")))
@@ -515,3 +515,211 @@ def test_the_export_route_takes_the_only_signature_or_the_one_named(tmp_path):
     refused = subprocess.run([sys.executable, "-m", "compat.estimator.to_keras", two, str(tmp_path / "no.keras")],
                              capture_output=True, text=True, cwd=REPO, timeout=300)
     assert refused.returncode == 2 and "signature=NAME" in refused.stderr and not (tmp_path / "no.keras").exists()
+
+
+# The shape of TensorFlow's linear-model tutorial (Titanic): strings, small integers, floats, a feature named
+# `class` (a Python keyword), one value per passenger fed as 1-D columns through tf.data.
+PASSENGERS = 240
+_rng = np.random.RandomState(7)
+TITANIC = {
+    "sex": _rng.choice(["male", "female"], PASSENGERS),
+    "n_siblings_spouses": _rng.randint(0, 5, PASSENGERS).astype("int64"),
+    "class": _rng.choice(["First", "Second", "Third"], PASSENGERS),
+    "deck": _rng.choice(["A", "B", "C", "D", "unknown"], PASSENGERS),
+    "alone": _rng.choice(["y", "n"], PASSENGERS),
+    "age": _rng.uniform(0.4, 80, PASSENGERS).round(1),
+    "fare": _rng.uniform(5, 200, PASSENGERS),
+}
+SURVIVED = (((TITANIC["sex"] == "female") ^ (TITANIC["age"] > 50)) | (TITANIC["class"] == "First")).astype("int64")
+
+
+def _titanic_input(epochs=None, shuffle=True):
+    dataset = tf.data.Dataset.from_tensor_slices((dict(TITANIC), SURVIVED))
+    return (dataset.shuffle(PASSENGERS, seed=1) if shuffle else dataset).batch(32).repeat(epochs)
+
+
+def _trained_predictions(model, steps=60) -> np.ndarray:
+    model.train(_titanic_input, max_steps=steps)
+    return np.stack([row["probabilities"] for row in model.predict(lambda: _titanic_input(1, shuffle=False))])
+
+
+def _titanic_columns():
+    fc = tf.feature_column
+    categorical = [fc.categorical_column_with_vocabulary_list(key, sorted(set(TITANIC[key].tolist())))
+                   for key in ("sex", "n_siblings_spouses", "class", "deck", "alone")]
+    return categorical + [fc.numeric_column("age"), fc.numeric_column("fare")]
+
+
+def test_the_linear_tutorials_two_models_convert_natively_and_take_numpy_strings_and_lists(tmp_path):
+    """Its first LinearClassifier, then the same with crossed_column(['age', 'sex'], 100) over raw keys."""
+    age_x_gender = tf.feature_column.crossed_column(["age", "sex"], hash_bucket_size=100)
+    for name, columns in (("base", _titanic_columns()), ("crossed", _titanic_columns() + [age_x_gender])):
+        model = estimator.LinearClassifier(columns, model_dir=str(tmp_path / name))
+        expected = _trained_predictions(model)
+        converted = estimator.to_keras(model)
+        assert not any("TFSMLayer" in type(layer).__name__ for layer in converted.layers)
+        converted.save(tmp_path / f"{name}.keras")
+        loaded = keras.saving.load_model(tmp_path / f"{name}.keras")
+        for given in (TITANIC, {key: list(values) for key, values in TITANIC.items()}):  # arrays of str, lists
+            got = loaded.predict(given, verbose=0)["probabilities"]
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_wide_and_deep_over_hashed_crossed_vocabulary_and_embedding_columns_converts_natively(tmp_path):
+    """Crosses in any key order, over a vocabulary column (TF's ids, unknowns crossed as -1), bucketized
+    ages, raw strings and a raw integer only the cross reads (its dtype given), three keys in one cross."""
+    fc = tf.feature_column
+    klass = fc.categorical_column_with_vocabulary_list("class", ["First", "Second"])  # "Third" is unknown
+    deck = fc.categorical_column_with_hash_bucket("deck", 10)
+    ages = fc.bucketized_column(fc.numeric_column("age"), [18, 40, 65])
+    alone_class_age = fc.crossed_column(["alone", klass, ages], 50)  # a raw key first
+    siblings_sex = fc.crossed_column(["n_siblings_spouses", "sex"], 20)
+    model = estimator.DNNLinearCombinedClassifier(
+        model_dir=str(tmp_path / "run"),
+        linear_feature_columns=[alone_class_age, siblings_sex, deck, klass],
+        dnn_feature_columns=[fc.embedding_column(alone_class_age, 4), fc.embedding_column(deck, 3),
+                             fc.indicator_column(klass), fc.indicator_column(siblings_sex), fc.numeric_column("fare")],
+        dnn_hidden_units=[8, 4])
+    expected = _trained_predictions(model, steps=80)
+    converted = estimator.to_keras(model, feature_dtypes={"n_siblings_spouses": "int64"})
+    assert not any("TFSMLayer" in type(layer).__name__ for layer in converted.layers)
+    converted.save(tmp_path / "model.keras")
+    got = keras.saving.load_model(tmp_path / "model.keras").predict(TITANIC, verbose=0)["probabilities"]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def _raw_receiver(dtypes: dict):
+    def receiver():
+        tensors = {key: tf.compat.v1.placeholder(dtype, [None], name=key) for key, dtype in dtypes.items()}
+        return estimator.export.ServingInputReceiver(tensors, tensors)
+    return receiver
+
+
+def test_an_export_with_a_keyword_feature_and_float64_placeholders_converts_frozen(tmp_path):
+    """The linear tutorial's model exported with raw placeholders as pandas gave them (float64), one named
+    `class`: its only signature (`predict`) as a Keras model; frozen, and `fit` says so."""
+    model = estimator.LinearClassifier(_titanic_columns(), model_dir=str(tmp_path / "run"))
+    expected = _trained_predictions(model)
+    dtypes = {key: tf.as_dtype(values.dtype if values.dtype.kind != "U" else "string")
+              for key, values in TITANIC.items()}
+    assert dtypes["age"] == tf.float64
+    export_dir = model.export_saved_model(str(tmp_path / "export"), _raw_receiver(dtypes)).decode()
+    from compat.estimator.to_keras import from_export
+
+    converted = from_export(export_dir)
+    assert converted.trainable_weights == []
+    np.testing.assert_allclose(converted.predict(TITANIC, verbose=0)["probabilities"], expected, rtol=1e-4, atol=1e-4)
+    converted.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras", safe_mode=False)
+    np.testing.assert_allclose(loaded.predict(TITANIC, verbose=0)["probabilities"], expected, rtol=1e-4, atol=1e-4)
+    loaded.compile(keras.optimizers.Adam(), loss="mse")
+    with pytest.raises(ValueError, match="is frozen"):
+        loaded.fit(TITANIC, SURVIVED, epochs=1, verbose=0)
+    # its outputs feed layers of one's own, which train
+    head = keras.layers.Dense(1, name="new_head")(loaded.output["logits"])
+    tuned = keras.Model(loaded.input, head)
+    tuned.compile(keras.optimizers.Adam(0.05), loss=keras.losses.BinaryCrossentropy(from_logits=True))
+    features = {key: tf.constant(values) for key, values in TITANIC.items()}
+    history = tuned.fit(features, SURVIVED.astype("float32"), epochs=5, batch_size=PASSENGERS, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+@pytest.mark.slow
+def test_a_portable_core_predicts_the_same_under_keras_jax_backend_without_tensorflow(tmp_path):
+    """to_keras(..., portable=True): the string preprocessing here (TensorFlow), its numbers fed to the core
+    saved as `.keras` and loaded by Keras on JAX in an environment without TensorFlow."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "helpers"))
+    from backend_venv import python_with
+    from libraries import IndexUnreachable
+
+    fc = tf.feature_column
+    klass = fc.categorical_column_with_vocabulary_list("class", ["First", "Second", "Third"])
+    sex_class = fc.crossed_column(["sex", klass], 12)
+    ages = fc.bucketized_column(fc.numeric_column("age"), [18, 40, 65])
+    model = estimator.DNNLinearCombinedClassifier(
+        model_dir=str(tmp_path / "run"), linear_feature_columns=[sex_class, ages],
+        dnn_feature_columns=[fc.embedding_column(klass, 2), fc.indicator_column(sex_class), fc.numeric_column("age")],
+        dnn_hidden_units=[6])
+    expected = _trained_predictions(model)
+    preprocess, core = estimator.to_keras(model, portable=True)
+    numbers = preprocess.predict(TITANIC, verbose=0)
+    assert all(np.asarray(value).dtype.kind in "if" for value in numbers.values())
+    np.testing.assert_allclose(core.predict(numbers, verbose=0)["probabilities"], expected, rtol=1e-5, atol=1e-5)
+    core.save(tmp_path / "core.keras")
+    np.savez(tmp_path / "numbers.npz", **numbers)
+    try:
+        python = python_with("jax")
+    except IndexUnreachable as error:
+        pytest.skip(f"the package index is not reachable: {error}")
+    result = subprocess.run(
+        [python, os.path.join(REPO, "tests", "helpers", "predict_core.py"), str(tmp_path / "core.keras"),
+         str(tmp_path / "numbers.npz"), "probabilities"],
+        capture_output=True, text=True, env={**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": ""}, check=True)
+    got = json.loads(result.stdout.strip().splitlines()[-1])
+    assert got["backend"] == "jax"
+    np.testing.assert_allclose(np.array(got["probabilities"]), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_portable_is_refused_for_a_model_without_a_native_conversion(tmp_path):
+    model = estimator.Estimator(_model_fn, model_dir=str(tmp_path / "run"))
+    with pytest.raises(ValueError, match="portable=True splits a canned Estimator's native model"):
+        estimator.to_keras(model, portable=True)
+
+
+def test_a_tpu_estimator_model_fn_off_a_tpu_converts_through_its_export(tmp_path):
+    """The TPUEstimator programs of TF's TPU samples, run with use_tpu=False: their export as a Keras model."""
+
+    def tpu_model_fn(features, labels, mode, params):
+        spec = _model_fn(features, labels, mode)
+        if mode == estimator.ModeKeys.PREDICT:
+            return estimator.tpu.TPUEstimatorSpec(mode, predictions=spec.predictions)
+        return estimator.tpu.TPUEstimatorSpec(mode, loss=spec.loss, train_op=spec.train_op)
+
+    def input_fn(params):
+        data = tf.data.Dataset.from_tensor_slices(({"x": X}, Y3))
+        return data.repeat().batch(params["batch_size"], drop_remainder=True)
+
+    model = estimator.tpu.TPUEstimator(tpu_model_fn, str(tmp_path / "run"), estimator.tpu.RunConfig(),
+                                       use_tpu=False, train_batch_size=16, predict_batch_size=8)
+    model.train(input_fn, max_steps=10)
+    expected = np.stack([row["logits"] for row in model.predict(
+        lambda params: tf.data.Dataset.from_tensor_slices({"x": X}).batch(params["batch_size"]))])
+
+    def receiver():
+        x = tf.compat.v1.placeholder(tf.float32, [None, 3], name="x")
+        return estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+    converted = estimator.to_keras(model, serving_input_receiver_fn=receiver, export_dir_base=str(tmp_path / "e"))
+    np.testing.assert_allclose(converted.predict({"x": X}, verbose=0)["logits"], expected, rtol=1e-4, atol=1e-4)
+    converted.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras", safe_mode=False)
+    np.testing.assert_allclose(loaded.predict({"x": X}, verbose=0)["logits"], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_dnn_regressor_trainer_with_a_latest_exporter_converts_natively_and_from_its_export(tmp_path):
+    """The shape of the taxifare trainers: train_and_evaluate with a LatestExporter over raw placeholders.
+    Natively within 1e-5; the command takes the model folder's newest export (its only signature)."""
+    columns = [tf.feature_column.numeric_column(key) for key in ("age", "fare")]
+    columns.append(tf.feature_column.indicator_column(
+        tf.feature_column.categorical_column_with_vocabulary_list("class", ["First", "Second", "Third"])))
+    model = estimator.DNNRegressor([8, 4], columns, model_dir=str(tmp_path / "run"))
+    fares = TITANIC["fare"].astype("float32")
+
+    def input_fn(epochs=None, shuffle=True):
+        features = {key: TITANIC[key] for key in ("age", "fare", "class")}
+        data = tf.data.Dataset.from_tensor_slices((features, fares / 100))
+        return (data.shuffle(PASSENGERS, seed=2) if shuffle else data).batch(32).repeat(epochs)
+
+    receiver = _raw_receiver({"age": tf.float64, "fare": tf.float64, "class": tf.string})
+    exporter = estimator.LatestExporter("taxifare", receiver)
+    estimator.train_and_evaluate(model, estimator.TrainSpec(input_fn, max_steps=40),
+                                 estimator.EvalSpec(lambda: input_fn(1, False), steps=None, exporters=[exporter]))
+    expected = np.stack([row["predictions"] for row in model.predict(lambda: input_fn(1, False))])
+    native = estimator.to_keras(model)
+    np.testing.assert_allclose(native.predict(TITANIC, verbose=0)["predictions"], expected, rtol=1e-5, atol=1e-5)
+    out = tmp_path / "export.keras"
+    result = subprocess.run([sys.executable, "-m", "compat.estimator.to_keras", str(tmp_path / "run"), str(out)],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    loaded = keras.saving.load_model(out, safe_mode=False)
+    np.testing.assert_allclose(loaded.predict(TITANIC, verbose=0)["predictions"], expected, rtol=1e-4, atol=1e-4)

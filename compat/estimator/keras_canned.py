@@ -17,8 +17,8 @@ network as the Estimator did.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 import keras
 import numpy as np
@@ -27,6 +27,7 @@ import tensorflow as tf
 from compat.core import tf_internals
 from compat.core.errors import UserError
 from compat.estimator import keras_columns
+from compat.estimator.keras_twin import EstimatorModel
 
 # The activations a native DNN can name in Keras: TensorFlow's functions, by identity (a function that only
 # shares a name with one of these is not one of them).
@@ -44,6 +45,14 @@ _ACTIVATIONS = {
 _OUTPUT_NAMES = {"logits", "logistic", "probabilities", "class_ids", "predictions", "weighted_sum", "batch"}
 _BATCH_NORM = {"momentum": 0.999, "epsilon": 0.001}  # the canned DNN's batch normalization (tf_keras' epsilon)
 _EMBEDDINGS = "dnn/input_from_feature_columns/input_layer/{scope}/embedding_weights"
+
+
+class Portable(NamedTuple):
+    """A converted model in two (`to_keras(..., portable=True)`): `preprocess` maps the features to the
+    numbers `core` reads (TensorFlow); `core` is Keras layers only, for any backend."""
+
+    preprocess: keras.Model
+    core: keras.Model
 
 
 class ConversionError(UserError, ValueError):
@@ -118,18 +127,16 @@ class CannedRecipe:
             return self.label_dimension
         return 1 if self.n_classes == 2 else self.n_classes
 
-    def why_not_native(self) -> str | None:
-        """Why this Estimator converts through its export only; None when it becomes native Keras layers."""
+    def why_not_native(self, feature_dtypes: Mapping[str, str] | None = None) -> str | None:
+        """Why this Estimator converts through its export only; None when it becomes native Keras layers.
+        `feature_dtypes`: the dtypes of raw features only crossed columns read (see `build`)."""
         for columns, linear in ((self.linear_columns, True), (self.dnn_columns, False)):
             others = [column.name for column in columns if not keras_columns.converts(column, linear)]
             if others:
                 return f"these feature columns have no native Keras form here: {', '.join(others)}"
         if self.dnn_columns and self.activation_fn not in _ACTIVATIONS:
             return f"the DNN's activation_fn {self.activation_fn!r} has no Keras activation of its own"
-        specs: dict[str, set] = {}
-        for column in self.dnn_columns + self.linear_columns:
-            for key, spec in keras_columns.inputs_of(column).items():
-                specs.setdefault(key, set()).add(spec)
+        specs = keras_columns.input_specs(self.dnn_columns + self.linear_columns, feature_dtypes)
         clashing = sorted(key for key, seen in specs.items() if "/" in key or key in _OUTPUT_NAMES or len(seen) > 1)
         if clashing:
             return f"feature keys {clashing} cannot name one Keras input each (a '/', an output's name, two kinds)"
@@ -142,27 +149,42 @@ class CannedRecipe:
             return f"sparse_combiner='{self.sparse_combiner}' over the multi-valued bucketized columns {wide}"
         return None
 
-    def build(self, reader: tf.train.CheckpointReader) -> keras.Model:
+    def build(self, reader: tf.train.CheckpointReader, feature_dtypes: Mapping[str, str] | None = None) -> keras.Model:
         """The model as Keras 3 layers with the checkpoint's weights: one Input per feature key (a Baseline's
-        one Input, `batch`, only counts the examples)."""
-        specs: dict[str, tuple] = {}
-        for column in self.dnn_columns + self.linear_columns:
-            specs.update(keras_columns.inputs_of(column))
+        one Input, `batch`, only counts the examples). `feature_dtypes`: the dtype of each raw feature that
+        only crossed columns read (default a string; TF crossed integers by value)."""
+        return self._build(reader, feature_dtypes, {})
+
+    def build_portable(
+        self, reader: tf.train.CheckpointReader, feature_dtypes: Mapping[str, str] | None = None
+    ) -> Portable:
+        """The model of `build` cut in two where its inputs become numbers: `preprocess` (lookups, hashing,
+        crosses, buckets: TensorFlow's string ops, run in tf.data or with the TensorFlow backend) and `core`
+        (Keras layers only: it saves, loads and predicts under Keras' JAX, PyTorch or TensorFlow backend)."""
+        cut: dict[str, Any] = {}
+        model = self._build(reader, feature_dtypes, cut)
+        preprocess = EstimatorModel(model.input, cut, name=f"{model.name}_preprocess")
+        return Portable(preprocess, keras.Model(cut, model.output, name=f"{model.name}_core"))
+
+    def _build(self, reader: tf.train.CheckpointReader, feature_dtypes: Mapping[str, str] | None, cut: dict) -> Any:
+        columns = self.dnn_columns + self.linear_columns
+        specs = {key: next(iter(seen)) for key, seen in keras_columns.input_specs(columns, feature_dtypes).items()}
         if self.baseline:
             specs = {"batch": ((None,), "float32")}
         inputs = {key: keras.Input(shape=shape, dtype=dtype, name=key) for key, (shape, dtype) in sorted(specs.items())}
         terms = []
         if self.dnn_columns:
-            terms.append(self._dnn_logits(inputs, reader))
+            terms.append(self._dnn_logits(inputs, reader, cut))
         if self.linear_columns:
-            terms.append(self._linear_logits(inputs, reader))
+            terms.append(self._linear_logits(inputs, reader, cut))
         if self.baseline:
+            cut["batch"] = inputs["batch"]
             zeros = keras.ops.zeros_like(keras.ops.sum(inputs["batch"], axis=-1, keepdims=True))
             terms.append(_dense(zeros, self.units, None, reader, "baseline", "baseline", kernel=False))
         logits = terms[0] if len(terms) == 1 else keras.layers.Add(name="logits")(terms)
-        return keras.Model(inputs, self._head_outputs(logits), name=self.kind.lower())
+        return EstimatorModel(inputs, self._head_outputs(logits), name=self.kind.lower())
 
-    def _dnn_logits(self, inputs: dict, reader: tf.train.CheckpointReader) -> Any:
+    def _dnn_logits(self, inputs: dict, reader: tf.train.CheckpointReader, cut: dict) -> Any:
         """DenseFeatures' concatenation (the columns sorted by name, each its block of the first kernel's rows)
         through the hidden layers (dropout, batch norm) and the logits."""
         parts, rows, offset = [], [], 0
@@ -170,7 +192,7 @@ class CannedRecipe:
             table = None
             if keras_columns.kind(column) == "EmbeddingColumn":
                 table = reader.get_tensor(_EMBEDDINGS.format(scope=tf_internals.column_scope_name(column.name)))
-            piece = keras_columns.part(column, inputs, table)
+            piece = keras_columns.part(column, inputs, table, cut=cut)
             parts.append(piece.tensor)
             rows += [None if row is None else offset + row for row in piece.rows]
             offset += keras_columns.tf_width(column)
@@ -188,12 +210,12 @@ class CannedRecipe:
                 layer.set_weights([reader.get_tensor(f"{scope}/batchnorm_{index}/{name}") for name in names])
         return _dense(net, self.units, None, reader, "dnn/logits", "dnn_logits" if self.linear_columns else "logits")
 
-    def _linear_logits(self, inputs: dict, reader: tf.train.CheckpointReader) -> Any:
+    def _linear_logits(self, inputs: dict, reader: tf.train.CheckpointReader, cut: dict) -> Any:
         """Every column's weighted sum (its values, buckets or categories times its weights), plus the bias,
         which the first column's layer holds."""
         terms, prefix = [], "linear_" if self.dnn_columns else ""
         for index, column in enumerate(sorted(self.linear_columns, key=lambda column: column.name)):
-            piece = keras_columns.part(column, inputs, prefix=prefix)
+            piece = keras_columns.part(column, inputs, prefix=prefix, cut=cut)
             weights = reader.get_tensor(f"linear/linear_model/{tf_internals.column_scope_name(column.name)}/weights")
             layer = keras.layers.Dense(self.units, use_bias=index == 0, name=f"{prefix}{column.name}_weights")
             terms.append(layer(piece.tensor))

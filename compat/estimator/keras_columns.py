@@ -10,13 +10,21 @@ layers stay Keras' own and the weights are reordered once, when the model is bui
 What converts: numeric columns (without `normalizer_fn`); bucketized columns (Discretization);
 single-valued categorical columns by vocabulary list or file (StringLookup or IntegerLookup, unknown
 values hashed or dropped as TF did), identity and hash bucket columns (Hashing); crossed columns
-(HashedCrossing, TF's own hash) over raw string features, bucketized columns of one value and identity
-columns. Categorical and crossed columns go into a linear model directly and into a DNN as
-indicator or embedding columns. Not: weighted, sequence and shared-embedding columns, multi-valued
-categorical features, a crossed column over a vocabulary column (its ids are numbered differently in
-Keras), with its own `hash_key` or with a raw feature before a column among its keys (TF crossed those in
-one order for dense raw features and in another for sparse ones), an integer vocabulary with more than
-one out-of-vocabulary bucket, an identity column with a `default_value`, an embedding with `max_norm`.
+(HashedCrossing, TF's own hash) over raw features (strings, or numbers cast to int64 as TF did), bucketized
+columns of one value, identity and vocabulary columns (their ids renumbered to TF's before the cross), in
+any key order, nested crosses flattened. Categorical and crossed columns go into a linear model directly
+and into a DNN as indicator or embedding columns. Not: weighted, sequence and shared-embedding columns,
+multi-valued categorical features, a crossed column with its own `hash_key`, an integer vocabulary with
+more than one out-of-vocabulary bucket, an identity column with a `default_value`, an embedding with
+`max_norm`.
+
+A cross hashes its keys in TF's order: the columns' ids first (TF made them sparse tensors), then the raw
+features (dense, as an input_fn gives them and as `Estimator.predict` hashed them). A model trained on raw
+features given as sparse tensors (parsed from tf.Examples as VarLenFeature) crossed them in the keys' order
+instead: its twin's crossed buckets differ from what it learned; convert it through its export.
+
+A raw feature only a cross reads has no column to say its dtype: its Input is a string unless
+`feature_dtypes` (to_keras' argument) names another, e.g. {"hour": "int64"}.
 
 One value per example: the twin reads each categorical feature as one value, and takes an empty string
 or -1 as a value where TF dropped it as missing; a model trained on such data is converted as if it
@@ -26,14 +34,19 @@ had none (to_keras cannot see the data).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from compat.estimator.keras_twin import CrossedHashing
+
 _VOCABULARY = ("VocabularyListCategoricalColumn", "VocabularyFileCategoricalColumn")
 _CATEGORICAL = (*_VOCABULARY, "IdentityCategoricalColumn", "HashedCategoricalColumn", "CrossedColumn")
+# The dtype `inputs_of` gives a raw feature a cross reads: the feature's other columns', or `feature_dtypes`'.
+CROSSED_RAW = "crossed raw feature"
 
 
 def kind(column: Any) -> str:
@@ -41,14 +54,23 @@ def kind(column: Any) -> str:
     return type(column).__name__.lstrip("_")
 
 
+def _leaf_keys(column: Any) -> list:
+    """A crossed column's keys with nested crossed columns flattened, as TF crossed them."""
+    keys: list = []
+    for key in column.keys:
+        keys += _leaf_keys(key) if not isinstance(key, str) and kind(key) == "CrossedColumn" else [key]
+    return keys
+
+
 def _crossed_key_converts(key: Any) -> bool:
-    """Whether a crossed column's key feeds HashedCrossing the values TF's cross hashed: a raw feature, or
-    ids Keras computes equally (identity, one bucket per example). TF refuses hash buckets in a cross."""
+    """Whether a crossed column's key gives HashedCrossing the values TF's cross hashed: a raw feature, or
+    ids Keras computes equally or renumbers to TF's (identity, vocabulary; one bucket per example). TF
+    refuses hash buckets in a cross."""
     if isinstance(key, str):
         return True
     if kind(key) == "BucketizedColumn":
         return int(np.prod(key.source_column.shape)) == 1 and converts(key.source_column, linear=True)
-    return kind(key) == "IdentityCategoricalColumn" and _keras_ids_match(key)
+    return kind(key) in ("IdentityCategoricalColumn", *_VOCABULARY) and _keras_ids_match(key)
 
 
 def _keras_ids_match(column: Any) -> bool:
@@ -64,12 +86,8 @@ def _keras_ids_match(column: Any) -> bool:
 
 
 def _crossed_converts(column: Any) -> bool:
-    """A crossed column's keys feed HashedCrossing TF's values in TF's order: TF crossed the columns' ids
-    (sparse) before raw features given dense, but in the keys' order where raw features came sparse (a
-    parsing serving export); the two agree when no raw key comes before a column key."""
-    raw = [isinstance(key, str) for key in column.keys]
-    ordered = raw == sorted(raw)  # the columns first, then the raw features
-    return column.hash_key is None and ordered and all(_crossed_key_converts(key) for key in column.keys)
+    """Whether every key of a crossed column (hashed with TF's default key) converts."""
+    return column.hash_key is None and all(_crossed_key_converts(key) for key in _leaf_keys(column))
 
 
 def converts(column: Any, linear: bool) -> bool:
@@ -93,7 +111,7 @@ def converts(column: Any, linear: bool) -> bool:
 
 def inputs_of(column: Any) -> dict[str, tuple[tuple[int, ...], str]]:
     """The Keras Inputs a column reads: {feature key: (shape, dtype)}. Categorical features hold one value
-    per example; a crossed column's raw keys are string features."""
+    per example; a crossed column's raw keys have the dtype CROSSED_RAW (see `input_specs`)."""
     name = kind(column)
     if name == "NumericColumn":
         return {column.key: (tuple(column.shape), column.dtype.name)}
@@ -103,11 +121,30 @@ def inputs_of(column: Any) -> dict[str, tuple[tuple[int, ...], str]]:
         return inputs_of(column.categorical_column)
     if name == "CrossedColumn":
         specs: dict[str, tuple[tuple[int, ...], str]] = {}
-        for key in column.keys:
-            specs.update({key: ((1,), "string")} if isinstance(key, str) else inputs_of(key))
+        for key in _leaf_keys(column):
+            specs.update({key: ((1,), CROSSED_RAW)} if isinstance(key, str) else inputs_of(key))
         return specs
     dtype = "int64" if name == "IdentityCategoricalColumn" else column.dtype.name
     return {column.key: ((1,), dtype)}
+
+
+def input_specs(columns: Any, feature_dtypes: Mapping[str, str] | None = None) -> dict[str, set]:
+    """Every specification the columns give each feature key: {key: {(shape, dtype), ...}}, one when the
+    key can be one Keras Input. A raw feature a cross reads takes its other columns' specification when
+    they read one value per example, else `feature_dtypes[key]` (default a string)."""
+    specs: dict[str, set] = {}
+    for column in columns:
+        for key, spec in inputs_of(column).items():
+            specs.setdefault(key, set()).add(spec)
+    for key, seen in specs.items():
+        if ((1,), CROSSED_RAW) not in seen:
+            continue
+        seen.discard(((1,), CROSSED_RAW))
+        if not seen:
+            seen.add(((1,), (feature_dtypes or {}).get(key, "string")))
+        elif {shape for shape, _ in seen} != {(1,)}:
+            seen.add(((1,), CROSSED_RAW))  # a cross of a multi-valued feature: refused as two kinds
+    return specs
 
 
 def tf_width(column: Any) -> int:
@@ -167,35 +204,49 @@ def _ids(column: Any, inputs: dict, name: str) -> tuple[Any, list[int | None]]:
         hashing = keras.layers.Hashing(num_bins=column.hash_bucket_size, name=f"{name}_hashing")
         return hashing(feature), list(range(column.hash_bucket_size))
     if kind(column) == "CrossedColumn":
-        # in the keys' order, which `_crossed_converts` made TF's order (the columns' ids, then raw features)
-        crossed = []
-        for index, key in enumerate(column.keys):
-            if isinstance(key, str):
-                crossed.append(inputs[key])
-            elif kind(key) == "BucketizedColumn":
-                crossed.append(_bucket_ids(key, inputs, f"{name}_{index}"))
-            else:
-                crossed.append(_ids(key, inputs, f"{name}_{index}")[0])
-        layer = keras.layers.HashedCrossing(num_bins=column.hash_bucket_size, name=f"{name}_crossing")
-        return layer(crossed), list(range(column.hash_bucket_size))
+        layer = CrossedHashing(num_bins=column.hash_bucket_size, name=f"{name}_crossing")
+        return layer(_crossed_values(column, inputs, name)), list(range(column.hash_bucket_size))
     # identity: the ids are the values
     return keras.ops.cast(feature, "int64"), list(range(column.num_buckets))
 
 
-def part(column: Any, inputs: dict, embedding_table: Any = None, prefix: str = "") -> Part:
+def _crossed_values(column: Any, inputs: dict, name: str) -> list:
+    """What TF's cross hashed, in its order: the key columns' ids as TF numbered them (sparse tensors, first),
+    then the raw features (dense, after), numbers cast to int64 as TF did."""
+    ids, raw = [], []
+    for index, key in enumerate(_leaf_keys(column)):
+        if isinstance(key, str):
+            value = inputs[key]
+            raw.append(value if value.dtype == "string" else keras.ops.cast(value, "int64"))
+        elif kind(key) == "BucketizedColumn":
+            ids.append(_bucket_ids(key, inputs, f"{name}_{index}"))
+        else:
+            keras_ids, tf_of_keras = _ids(key, inputs, f"{name}_{index}")
+            # TF's id for each Keras id (-1 where TF's lookup gave its default: crossed as a value too)
+            tf_ids = np.array([-1 if row is None else row for row in tf_of_keras], "int64")
+            ids.append(keras.ops.take(tf_ids, keras.ops.cast(keras_ids, "int32")))
+    return ids + raw
+
+
+def part(column: Any, inputs: dict, embedding_table: Any = None, prefix: str = "", cut: dict | None = None) -> Part:
     """The column's part of the input. `embedding_table`: an embedding column's TF table `[buckets, dim]`;
-    `prefix`: before its layers' names (a column read by both parts of a wide and deep model)."""
+    `prefix`: before its layers' names (a column read by both parts of a wide and deep model); `cut`: where
+    the tensors between preprocessing and the network are recorded (the raw numbers a numeric column reads,
+    the ids of the others, by name), for `to_keras(..., portable=True)`."""
     name, label = kind(column), prefix + column.name
+    cut = {} if cut is None else cut
     if name == "NumericColumn":
+        cut[column.key] = inputs[column.key]
         values = keras.layers.Flatten()(keras.ops.cast(inputs[column.key], "float32"))
         return Part(values, list(range(int(np.prod(column.shape)))))
     if name == "BucketizedColumn":
-        ids = _bucket_ids(column, inputs, label)
+        ids = cut[f"{label}_ids"] = _bucket_ids(column, inputs, label)
         size = tf_width(column)
         multi_hot = keras.layers.CategoryEncoding(num_tokens=size, output_mode="multi_hot", name=f"{label}_ids")
         return Part(multi_hot(ids), list(range(size)))
     categorical = column.categorical_column if name in ("IndicatorColumn", "EmbeddingColumn") else column
     ids, tf_of_keras = _ids(categorical, inputs, label)
+    cut[f"{label}_ids"] = ids
     if name == "EmbeddingColumn":
         table = np.asarray(embedding_table)
         rows = np.stack(

@@ -13,13 +13,16 @@ What each kind of Estimator becomes, with the weights of its newest checkpoint (
   tf.compat.v1's) over the feature columns `keras_columns` converts: a native Keras 3 model built by
   `keras_canned.CannedRecipe` (one `Input` per feature key, Keras preprocessing and Dense layers holding
   the checkpoint's weights, the head's outputs as a dict). No TensorFlow graph code is inside: it saves
-  as `.keras`, loads with `keras.saving.load_model`, and trains on with `fit` (compile it first). The
+  as `.keras`, loads with `keras.saving.load_model` (after importing this module, which registers its
+  classes: keras_twin), and trains on with `fit` (compile it first); `portable=True` cuts it in two, the
+  core for any Keras backend. The
   string `classes` outputs are left out (Keras models compute numbers); `class_ids` index the label
   vocabulary, and `export_keras_saved_model` (keras_serving.py) puts the strings back in an export.
 - Any other Estimator (a custom model_fn, other canned Estimators, other feature columns): its
   SavedModel export, written with `serving_input_receiver_fn`, wrapped in `keras.layers.TFSMLayer`:
-  inference with the export's serving signature (the same input and output keys, so serving clients
-  see no change); it cannot be trained on. A receiver is needed because the Estimator's export is.
+  inference with the export's serving signature (the same input and output keys and dtypes, so serving
+  clients see no change); frozen (an export's graph gives its variables no gradients). A receiver is
+  needed because the Estimator's export is.
   Saved as `.keras`, it still reads the export folder, and loads after `import compat.estimator.to_keras`
   with `keras.saving.load_model(path, safe_mode=False)` (Keras asks for that for SavedModel layers).
 
@@ -28,17 +31,22 @@ Raises ConversionError (a ValueError) naming what is missing when a conversion c
 
 from __future__ import annotations
 
+import keyword
 import os
+import re
+import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import keras
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 from compat.core import atomic
 from compat.estimator.keras_canned import ConversionError
+from compat.estimator.keras_twin import EstimatorModel, ExportSignature
 
 
 def to_keras(
@@ -48,7 +56,9 @@ def to_keras(
     serving_input_receiver_fn: Callable | None = None,
     checkpoint_path: str | None = None,
     export_dir_base: str | None = None,
-) -> keras.Model:
+    feature_dtypes: Mapping[str, str] | None = None,
+    portable: bool = False,
+) -> Any:
     """A Keras 3 model that predicts what `estimator` predicts, with its trained weights.
 
     Args:
@@ -60,35 +70,35 @@ def to_keras(
       checkpoint_path: a checkpoint other than the newest.
       export_dir_base: where an export-based conversion writes the export it reads (default: a new
         temporary folder, logged); the model reads it as long as it is used, so keep it.
+      feature_dtypes: the dtypes of raw features that only crossed columns read, e.g. {"hour": "int64"}
+        (no column records them; default a string).
+      portable: return a canned Estimator's model in two, `(preprocess, core)` (keras_canned.Portable):
+        the string lookups, hashing and crosses (TensorFlow; run them in tf.data) and a core of Keras
+        layers only, which loads and predicts under any Keras backend (JAX, PyTorch, TensorFlow).
+
+    Returns:
+      A Keras model (keras_twin.EstimatorModel), or with `portable` a `Portable(preprocess, core)`.
 
     Raises:
-      ConversionError (a ValueError): a folder without `keras_model`, or an Estimator that needs a
-        receiver and got none.
+      ConversionError (a ValueError): a folder without `keras_model`, an Estimator that needs a
+        receiver and got none, or `portable` for an Estimator that has no native conversion.
     """
-    from compat.estimator.keras_engine import KerasEstimator, model_to_estimator
+    from compat.estimator.keras_engine import KerasEstimator
 
     if isinstance(estimator, str | os.PathLike):
-        if tf.train.latest_checkpoint(os.fspath(estimator)) is None:
-            raise ConversionError(
-                f"{os.fspath(estimator)} holds no checkpoint: give the model folder of a trained Estimator"
-            )
-        if keras_model is None:
-            raise ConversionError(
-                f"{os.fspath(estimator)}: a model folder does not record its model's architecture: pass "
-                "keras_model= (the compiled Keras model the folder was trained from), or the Estimator itself"
-            )
-        estimator = model_to_estimator(keras_model=keras_model, model_dir=os.fspath(estimator))
+        estimator = _folder_estimator(os.fspath(estimator), keras_model)
+    recipe = getattr(estimator, "_keras_recipe", None)
+    why_not = _why_not_native(estimator, recipe, feature_dtypes)
+    if portable and why_not is not None:
+        raise ConversionError(f"portable=True splits a canned Estimator's native model; {why_not}")
     if isinstance(estimator, KerasEstimator):
         return estimator.trained_keras_model(checkpoint_path)
-    recipe = getattr(estimator, "_keras_recipe", None)
-    if recipe is not None and recipe.why_not_native() is None:
-        return recipe.build(_reader(estimator, checkpoint_path))
+    if why_not is None and recipe is not None:
+        build = recipe.build_portable if portable else recipe.build
+        return build(_reader(estimator, checkpoint_path), feature_dtypes)
     if serving_input_receiver_fn is None:
-        kind = type(estimator).__name__
-        article = "an" if kind[:1] in "AEIOU" else "a"
-        reason = recipe.why_not_native() if recipe is not None else f"{article} {kind} has no native Keras counterpart"
         raise ConversionError(
-            f"{reason}: pass serving_input_receiver_fn= (as for export_saved_model) to convert its export, "
+            f"{why_not}: pass serving_input_receiver_fn= (as for export_saved_model) to convert its export, "
             "which keeps the serving signature"
         )
     base = export_dir_base or tempfile.mkdtemp(prefix="to_keras-")
@@ -111,6 +121,7 @@ def from_export(export_dir: str, signature: str | None = None) -> keras.Model:
     Raises:
         ConversionError: no such signature, or several and none named.
     """
+    export_dir, renamed = _keyword_safe(export_dir)
     loaded = tf.saved_model.load(export_dir)
     names = sorted(loaded.signatures)
     if signature is None:
@@ -118,19 +129,74 @@ def from_export(export_dir: str, signature: str | None = None) -> keras.Model:
     if signature not in loaded.signatures:
         raise ConversionError(f"{export_dir} has no signature '{signature}'; it has {names}: name one (signature=NAME)")
     specs = loaded.signatures[signature].structured_input_signature[1]
-    inputs = {name: keras.Input(shape=spec.shape[1:], dtype=spec.dtype.name, name=name) for name, spec in specs.items()}
-    layer = ExportSignature(export_dir, call_endpoint=signature)
-    return keras.Model(inputs, layer(inputs), name="estimator_export")
+    original = {new: key for key, new in renamed.items()}
+    inputs = {
+        original.get(name, name): keras.Input(shape=spec.shape[1:], dtype=spec.dtype.name, name=_identifier(name))
+        for name, spec in specs.items()
+    }
+    layer = ExportSignature(export_dir, call_endpoint=signature, renamed=renamed)
+    return EstimatorModel(inputs, layer(inputs), name="estimator_export")
 
 
-@keras.saving.register_keras_serializable(package="compat.estimator")
-class ExportSignature(keras.layers.TFSMLayer):
-    """Keras' TFSMLayer, called as an Estimator export's signature is: with its inputs by name (the
-    signature's arguments are keywords; TFSMLayer passes one positional argument)."""
+def _folder_estimator(folder: str, keras_model: keras.Model | None) -> Any:
+    """The model_to_estimator Estimator of a model folder given by path, with its architecture."""
+    from compat.estimator.keras_engine import model_to_estimator
 
-    def call(self, inputs: dict, training: bool = False) -> Any:
-        del training  # an export serves one mode
-        return self.call_endpoint_fn(**inputs)
+    if tf.train.latest_checkpoint(folder) is None:
+        raise ConversionError(f"{folder} holds no checkpoint: give the model folder of a trained Estimator")
+    if keras_model is None:
+        raise ConversionError(
+            f"{folder}: a model folder does not record its model's architecture: pass "
+            "keras_model= (the compiled Keras model the folder was trained from), or the Estimator itself"
+        )
+    return model_to_estimator(keras_model=keras_model, model_dir=folder)
+
+
+def _why_not_native(estimator: Any, recipe: Any, feature_dtypes: Mapping[str, str] | None) -> str | None:
+    """Why `estimator` has no native Keras twin (None: it has one)."""
+    if recipe is not None:
+        return recipe.why_not_native(feature_dtypes)
+    if hasattr(estimator, "trained_keras_model"):
+        return "a model_to_estimator Estimator gives back the Keras model it was made from"
+    kind = type(estimator).__name__
+    article = "an" if kind[:1] in "AEIOU" else "a"
+    return f"{article} {kind} has no native Keras counterpart"
+
+
+def _identifier(key: str) -> str:
+    """`key` as a Python parameter name: TensorFlow's loader makes a signature's input keys its function's."""
+    name = re.sub(r"\W", "_", key)
+    name = f"_{name}" if name[:1].isdigit() else name
+    return f"{name}_" if keyword.iskeyword(name) or not name else name
+
+
+def _keyword_safe(export_dir: str) -> tuple[str, dict[str, str]]:
+    """`export_dir`, or a copy of it whose signatures' input keys are Python identifiers, with {key: its name
+    in the copy}. TensorFlow's loader refuses a whole export with an input key like `class` (a keyword);
+    the copy is written to a new temporary folder (logged) that the model reads from then on."""
+    path = os.path.join(export_dir, "saved_model.pb")
+    if not tf.io.gfile.exists(path):
+        return export_dir, {}
+    proto = saved_model_pb2.SavedModel.FromString(tf.io.gfile.GFile(path, "rb").read())
+    renamed: dict[str, str] = {}
+    for meta_graph in proto.meta_graphs:
+        for signature in meta_graph.signature_def.values():
+            for key in [key for key in signature.inputs if _identifier(key) != key]:
+                renamed[key] = _identifier(key)
+                signature.inputs[renamed[key]].CopyFrom(signature.inputs.pop(key))
+    if not renamed:
+        return export_dir, {}
+    copy = tempfile.mkdtemp(prefix="to_keras-renamed-")
+    shutil.copytree(export_dir, copy, dirs_exist_ok=True)
+    with open(os.path.join(copy, "saved_model.pb"), "wb") as file:  # a new folder nothing reads yet
+        file.write(proto.SerializeToString())
+    tf.compat.v1.logging.info(
+        "to_keras: %s names inputs %s; the Keras model reads a copy with them renamed, %s; keep that folder",
+        export_dir,
+        sorted(renamed),
+        copy,
+    )
+    return copy, renamed
 
 
 def _reader(estimator: Any, checkpoint_path: str | None) -> tf.train.CheckpointReader:
