@@ -10,6 +10,7 @@ import sys
 
 import keras
 import numpy as np
+import pandas  # the linear tutorial's own container
 import pytest
 import tensorflow as tf
 
@@ -560,7 +561,7 @@ def test_the_linear_tutorials_two_models_convert_natively_and_take_numpy_strings
         assert not any("TFSMLayer" in type(layer).__name__ for layer in converted.layers)
         converted.save(tmp_path / f"{name}.keras")
         loaded = keras.saving.load_model(tmp_path / f"{name}.keras")
-        for given in (TITANIC, {key: list(values) for key, values in TITANIC.items()}):  # arrays of str, lists
+        for given in (TITANIC, {key: list(values) for key, values in TITANIC.items()}, pandas.DataFrame(TITANIC)):
             got = loaded.predict(given, verbose=0)["probabilities"]
             np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=name)
 
@@ -723,3 +724,24 @@ def test_a_dnn_regressor_trainer_with_a_latest_exporter_converts_natively_and_fr
     assert result.returncode == 0, result.stderr[-2000:]
     loaded = keras.saving.load_model(out, safe_mode=False)
     np.testing.assert_allclose(loaded.predict(TITANIC, verbose=0)["predictions"], expected, rtol=1e-4, atol=1e-4)
+
+
+TUTORIAL_FOLDERS = os.path.join(REPO, "tests", "data", "tf215_tutorial_models")
+
+
+@pytest.mark.parametrize("name", ["linear_tutorial", "wide_deep"])
+def test_tf_2_15s_folders_of_the_tutorials_crossed_models_convert_natively_with_its_predictions(tmp_path, name):
+    """Model folders TF 2.15 trained (tests/helpers/tf215_tutorial_models.py): the linear tutorial's model
+    with its age x sex cross, and a wide & deep model crossing a vocabulary column."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "helpers"))
+    import tf215_tutorial_models as programs
+
+    folders = shutil.copytree(TUTORIAL_FOLDERS, tmp_path / "folders")
+    model = programs.models(tf.feature_column, estimator, str(folders))[name]
+    expected = np.array(json.loads((folders / "predictions.json").read_text())[name])
+    rows, _ = programs.titanic()
+    converted = estimator.to_keras(model)
+    assert not any("TFSMLayer" in type(layer).__name__ for layer in converted.layers)
+    np.testing.assert_allclose(converted.predict(rows, verbose=0)["probabilities"], expected, rtol=1e-5, atol=1e-5)
+    ours = np.stack([row["probabilities"] for row in model.predict(lambda: programs.input_fn(1, shuffle=False))])
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)  # and the Estimator here agrees

@@ -20,9 +20,12 @@ _PACKAGE = "compat.estimator"
 
 def as_keras_data(data: Any) -> Any:
     """What Estimator users fed an input_fn, as Keras' data adapters take it: NumPy arrays of strings and
-    bytes (Keras knows no such dtype) and pandas columns of them as string tensors, lists as arrays; other
+    bytes (Keras knows no such dtype) and pandas columns of them as string tensors, lists as arrays, a
+    DataFrame as its columns; other
     values (arrays of numbers, tensors, datasets) unchanged. Only on the TensorFlow backend, the one that
     has string tensors."""
+    if hasattr(data, "columns") and hasattr(data, "items"):  # a pandas DataFrame: its columns by name
+        data = dict(data.items())
     if isinstance(data, dict):
         return {key: as_keras_data(value) for key, value in data.items()}
     if isinstance(data, list | tuple) or hasattr(data, "to_numpy"):
