@@ -144,3 +144,89 @@ def test_no_function_in_compat_is_longer_than_60_lines():
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno >= 60:
                 long.append(f"{module}.{node.name}: {node.end_lineno - node.lineno + 1} lines")
     assert not long, "\n".join(long)
+
+
+def _engine_checks(path: str) -> list[str]:
+    """Where a module tells the engines apart by type or name instead of EstimatorBase's `engine`,
+    `keras_recipe`, `strategy` and `trained_keras_model`: isinstance with KerasEstimator, a class-name
+    comparison, a `_keras_recipe` lookup."""
+    found = []
+    for node in ast.walk(ast.parse(open(path).read())):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
+            if "KerasEstimator" in ast.unparse(node.args[1]):
+                found.append(ast.unparse(node))
+        elif isinstance(node, ast.Compare) and "__name__" in ast.unparse(node.left) and any(
+            isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value != "__main__"
+            for value in node.comparators
+        ):
+            found.append(ast.unparse(node))
+        elif isinstance(node, ast.Constant) and node.value == "_keras_recipe" or (
+            isinstance(node, ast.Attribute) and node.attr == "_keras_recipe"
+        ):
+            found.append(ast.unparse(node))
+    return found
+
+
+def test_only_the_keras_engine_tells_the_engines_apart_by_type_or_name():
+    outside = {module: _engine_checks(path) for module, path in MODULES.items()
+               if not module.startswith("compat.estimator.keras_engine")}
+    assert not {module: found for module, found in outside.items() if found}
+
+
+def test_the_engine_rule_catches_a_type_check(tmp_path):
+    program = tmp_path / "program.py"
+    program.write_text("if isinstance(estimator, KerasEstimator) or type(x).__name__ == 'TPUEstimator':\n"
+                       "    recipe = getattr(estimator, '_keras_recipe', None)\n")
+    assert len(_engine_checks(str(program))) == 3
+
+
+def _type_checking_names(path: str) -> set[str]:
+    """The names a module imports under `if TYPE_CHECKING:`."""
+    names = set()
+    for node in ast.parse(open(path).read()).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in ast.walk(node):
+                if isinstance(statement, ast.ImportFrom | ast.Import):
+                    names.update(alias.asname or alias.name for alias in statement.names)
+    return names
+
+
+@pytest.mark.parametrize("package, public", [
+    ("compat.estimator", lambda module: set(module.__all__) - {"experimental", "install", "uninstall"}),
+    ("compat.estimator.canned", lambda module: set(module.__all__)),
+    ("compat.estimator.head", lambda module: set(module.__all__)),
+    ("compat.data", lambda module: set(__import__("compat.data.builder", fromlist=["_"]).__all__)),
+])
+def test_the_lazy_packages_show_type_checkers_every_public_name(package, public):
+    """Each public name a lazy package loads on first use is imported under TYPE_CHECKING too: mypy and
+    editors resolve `compat.estimator.DNNClassifier` to its class, not Any."""
+    import importlib
+
+    module = importlib.import_module(package)
+    assert _type_checking_names(MODULES[package]) == public(module)
+
+
+def test_mypy_reveals_the_public_names_as_their_classes_and_functions(tmp_path):
+    import subprocess
+    import sys
+
+    program = tmp_path / "program.py"
+    program.write_text("import compat.data\nimport compat.estimator\n\n"
+                       "reveal_type(compat.estimator.DNNClassifier)\nreveal_type(compat.estimator.RunConfig)\n"
+                       "reveal_type(compat.estimator.to_keras)\nreveal_type(compat.data.build_dataset)\n")
+    result = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), str(program)],
+                            capture_output=True, text=True, cwd=REPO, timeout=600)
+    revealed = [line.split("Revealed type is ", 1)[1] for line in result.stdout.splitlines() if "Revealed" in line]
+    assert len(revealed) == 4, result.stdout + result.stderr
+    assert revealed[0].endswith('-> compat.estimator.canned.dnn.DNNClassifier"')
+    assert revealed[1].endswith('-> compat.estimator.run_config.RunConfig"')
+    assert "def (estimator: compat.estimator.base.EstimatorBase" in revealed[2]
+    assert revealed[3].startswith('"def (source: ')
+
+
+def test_train_py_holds_the_command_line_only():
+    """The process's concerns (imports, logs, signals, errors, exit) are compat/modes/process.py's, under the
+    layer rule above; train.py defines no signal handler, collector setting or exit path of its own."""
+    source = open(os.path.join(REPO, "train.py")).read()
+    assert len(source.splitlines()) <= 200
+    assert not re.search(r"\b(signal\.signal|gc\.|os\._exit|atexit\.)", source)

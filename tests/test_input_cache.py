@@ -127,10 +127,13 @@ def test_settings_from_run_config_and_the_environment(monkeypatch, tmp_path):
     assert input_cache.settings_from(None) == input_cache.InputCacheSettings()
     assert not input_cache.settings_from(False).enabled
     assert input_cache.settings_from(str(tmp_path)).folder == str(tmp_path)
+    # the environment decides for programs whose RunConfig says nothing; a RunConfig that says wins
     monkeypatch.setenv(input_cache.ENVIRONMENT_VARIABLE, "0")
-    assert not input_cache.settings_from(True).enabled
+    assert not input_cache.settings_from(None).enabled
+    assert input_cache.settings_from(True).enabled
     monkeypatch.setenv(input_cache.ENVIRONMENT_VARIABLE, str(tmp_path / "kept"))
-    assert input_cache.settings_from(False).folder == str(tmp_path / "kept")
+    assert input_cache.settings_from(None).folder == str(tmp_path / "kept")
+    assert not input_cache.settings_from(False).enabled
     assert estimator.RunConfig(input_cache=False).replace(input_cache=str(tmp_path)).input_cache == str(tmp_path)
 
 

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 import compat.estimator  # noqa: F401  (the documented import that installs what tf_internals changes)
 from compat.core import tf_internals
+from compat.core.patches import PATCHES
 
 
 def test_the_private_modules_and_names_are_where_they_were():
@@ -77,7 +78,7 @@ def test_v1_iterators_give_their_dataset_only_inside_the_block():
 
 def test_uninstall_puts_tensorflows_own_names_back():
     installed = (tf.compat.v1.layers, tf.compat.v1.data.make_one_shot_iterator)
-    tf_internals.uninstall()
+    PATCHES.undo()  # what importing compat.estimator changed (and install(), where a test left it installed)
     try:
         with pytest.raises(AttributeError, match="not available with Keras 3"):
             tf.compat.v1.layers.dense  # noqa: B018

@@ -45,13 +45,15 @@ from tensorflow.python.saved_model.model_utils import export_output, export_util
 from tensorflow.python.training import evaluation  # noqa: F401  (_evaluate_once, _StopAfterNEvalsHook)
 from tensorflow.python.util.lazy_loader import LazyLoader
 
+from compat.core.patches import PATCHES
+
 # -- the names put into TensorFlow and Keras -------------------------------------------
 
 _LEGACY_MODULES = (  # (attribute path below tf.compat.v1, the tf_keras module TensorFlow routes it to under Keras 2)
     ("layers", "tf_keras.api._v1.keras.__internal__.legacy.layers"),
     ("nn.rnn_cell", "tf_keras.api._v1.keras.__internal__.legacy.rnn_cell"),
 )
-_replaced: list[tuple[object, str, object]] = []  # (owner, attribute, previous value)
+_PART = "import"  # the changes importing compat.estimator makes (compat/core/patches.py)
 _default_training: contextvars.ContextVar[bool | None] = contextvars.ContextVar("keras_training_default", default=None)
 
 
@@ -151,27 +153,20 @@ def dataset_behind(value) -> tf.data.Dataset | None:
 
 
 def install() -> None:
-    """`tf.compat.v1.layers` and `tf.compat.v1.nn.rnn_cell` become tf_keras' (loaded on first use), and
-    Keras 3 layers honour `keras_training_default`. Idempotent; `uninstall()` puts everything back."""
-    if _replaced:
+    """`tf.compat.v1.layers` and `tf.compat.v1.nn.rnn_cell` become tf_keras' (loaded on first use),
+    `tf.compat.v1.data`'s iterator factories give their dataset in `v1_iterators_give_their_dataset`, and
+    Keras 3 layers honour `keras_training_default`. Idempotent; recorded in `PATCHES`, which
+    `compat.estimator.uninstall()` undoes."""
+    if PATCHES.made_by(_PART):
         return
     for owner, name, module in _legacy_owners():
-        _replaced.append((owner, name, owner.__dict__.get(name)))
-        setattr(owner, name, LazyLoader(name, {}, module))
+        PATCHES.set_attribute(_PART, owner, name, LazyLoader(name, {}, module))
     for data in {id(v1.data): v1.data for v1 in compat_v1_modules()}.values():
         for name in ("make_one_shot_iterator", "make_initializable_iterator"):
-            _replaced.append((data, name, getattr(data, name)))
-            setattr(data, name, _capture_when_asked(getattr(data, name)))
+            PATCHES.set_attribute(_PART, data, name, _capture_when_asked(getattr(data, name)))
     from keras.src.layers import layer as keras_layer
 
-    _replaced.append((keras_layer, "CallContext", keras_layer.CallContext))
-    keras_layer.CallContext = _mode_call_context(keras_layer.CallContext)
-
-
-def uninstall() -> None:
-    while _replaced:
-        owner, name, previous = _replaced.pop()
-        setattr(owner, name, previous)
+    PATCHES.set_attribute(_PART, keras_layer, "CallContext", _mode_call_context(keras_layer.CallContext))
 
 
 @contextlib.contextmanager

@@ -18,12 +18,39 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 _BUILDER = "compat.data.builder"
 # `from compat.data import cache` asks this module for the name before it imports the submodule: it must
 # get the submodule (the cache command imports no TensorFlow), not a lookup in the builder.
 _SUBMODULES = frozenset(module.name for module in pkgutil.iter_modules(__path__))
+
+
+if TYPE_CHECKING:  # the builder's names for type checkers and editors; at run time they load when first used
+    from compat.data.builder import (
+        AUTOTUNE,
+        CACHE_MODES,
+        PipelineConfig,
+        Source,
+        augment,
+        batch_examples,
+        build_dataset,
+        check_audio,
+        check_cache_folder,
+        class_names,
+        decode,
+        examples,
+        feature_shape,
+        fill_cache,
+        index,
+        list_files,
+        make_input_fn,
+        prefetch,
+        split_size,
+        through_data_service,
+        transform,
+        window_samples,
+    )
 
 
 def __getattr__(name: str) -> Any:

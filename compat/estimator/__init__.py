@@ -25,14 +25,12 @@ import importlib
 import importlib.util
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lazy_loader
 
 from compat.estimator import canned, head
 
-# Where each public name lives, loaded on first use. tests/test_estimator_api.py checks that every name of
-# TF 2.15's tf.estimator resolves, and that this table agrees with the modules.
 _HOOKS = [
     "CheckpointSaverHook",
     "CheckpointSaverListener",
@@ -52,26 +50,85 @@ _HOOKS = [
     "StopAtStepHook",
     "SummarySaverHook",
 ]
-_lazy_getattr, _, _LAZY_NAMES = lazy_loader.attach(
-    __name__,
-    submodules=["export", "inputs", "tpu"],
-    submod_attrs={
-        "estimator": ["Estimator"],
-        "exporter": ["BestExporter", "Exporter", "FinalExporter", "LatestExporter"],
-        "extenders": ["add_metrics"],
-        "hooks": _HOOKS,
-        "keras_engine": ["model_to_estimator"],
-        "keras_serving": ["export_keras_saved_model"],
-        "model_fn": ["EstimatorSpec", "ModeKeys"],
-        "run_config": ["RunConfig"],
-        "to_keras": ["to_keras"],
-        "training": ["EvalSpec", "TrainSpec", "train_and_evaluate"],
-        "warm_starting": ["VocabInfo", "WarmStartSettings"],
-        # the canned estimators and heads by their packages' own tables (those packages load nothing yet)
-        "canned": canned.__all__,
-        "head": head.__all__,
-    },
-)
+# Where each public name lives ({module: names}), loaded on first use; the imports under TYPE_CHECKING below
+# say the same to type checkers and editors. tests/test_estimator_api.py checks that every name of TF 2.15's
+# tf.estimator resolves, and tests/test_architecture.py that the two tables agree.
+_SUBMODULES = ["export", "inputs", "tpu"]
+_LAZY = {
+    "estimator": ["Estimator"],
+    "exporter": ["BestExporter", "Exporter", "FinalExporter", "LatestExporter"],
+    "extenders": ["add_metrics"],
+    "hooks": _HOOKS,
+    "keras_engine": ["model_to_estimator"],
+    "keras_serving": ["export_keras_saved_model"],
+    "model_fn": ["EstimatorSpec", "ModeKeys"],
+    "run_config": ["RunConfig"],
+    "to_keras": ["to_keras"],
+    "training": ["EvalSpec", "TrainSpec", "train_and_evaluate"],
+    "warm_starting": ["VocabInfo", "WarmStartSettings"],
+    # the canned estimators and heads by their packages' own tables (those packages load nothing yet)
+    "canned": canned.__all__,
+    "head": head.__all__,
+}
+_lazy_getattr, _, _LAZY_NAMES = lazy_loader.attach(__name__, submodules=_SUBMODULES, submod_attrs=_LAZY)
+
+if TYPE_CHECKING:  # the names above, for type checkers and editors; at run time they load when first used
+    from compat.estimator import export, inputs, tpu
+    from compat.estimator.canned import (
+        BaselineClassifier,
+        BaselineEstimator,
+        BaselineRegressor,
+        DNNClassifier,
+        DNNEstimator,
+        DNNLinearCombinedClassifier,
+        DNNLinearCombinedEstimator,
+        DNNLinearCombinedRegressor,
+        DNNRegressor,
+        LinearClassifier,
+        LinearEstimator,
+        LinearRegressor,
+        classifier_parse_example_spec,
+        regressor_parse_example_spec,
+    )
+    from compat.estimator.estimator import Estimator
+    from compat.estimator.exporter import BestExporter, Exporter, FinalExporter, LatestExporter
+    from compat.estimator.extenders import add_metrics
+    from compat.estimator.head import (
+        BinaryClassHead,
+        Head,
+        LogisticRegressionHead,
+        MultiClassHead,
+        MultiHead,
+        MultiLabelHead,
+        PoissonRegressionHead,
+        RegressionHead,
+    )
+    from compat.estimator.hooks import (
+        CheckpointSaverHook,
+        CheckpointSaverListener,
+        FeedFnHook,
+        FinalOpsHook,
+        GlobalStepWaiterHook,
+        LoggingTensorHook,
+        NanLossDuringTrainingError,
+        NanTensorHook,
+        ProfilerHook,
+        SecondOrStepTimer,
+        SessionRunArgs,
+        SessionRunContext,
+        SessionRunHook,
+        SessionRunValues,
+        StepCounterHook,
+        StopAtStepHook,
+        SummarySaverHook,
+    )
+    from compat.estimator.keras_engine import model_to_estimator
+    from compat.estimator.keras_serving import export_keras_saved_model
+    from compat.estimator.model_fn import EstimatorSpec, ModeKeys
+    from compat.estimator.run_config import RunConfig
+    from compat.estimator.to_keras import to_keras
+    from compat.estimator.training import EvalSpec, TrainSpec, train_and_evaluate
+    from compat.estimator.warm_starting import VocabInfo, WarmStartSettings
 
 __all__ = sorted({*_LAZY_NAMES, "experimental", "install", "uninstall"})
 
@@ -136,8 +193,7 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-_MISSING = object()
-_replaced: list[tuple[object, str, object]] = []  # (owner, attribute, previous value) set by install()
+_PART = "install"  # install()'s changes, in compat/core/patches.py's one list
 
 
 def install() -> None:
@@ -149,14 +205,16 @@ def install() -> None:
     `tensorflow.compat.v1.keras` (see legacy_modules.py).
 
     A legacy program calls it once, at its start, before using those names;
-    `uninstall()` puts TensorFlow's own attributes back. Calling it twice is harmless.
+    `uninstall()` puts TensorFlow's own attributes back. Calling it twice is harmless. Every change is
+    recorded in `compat.core.patches.PATCHES`, with those importing this package made.
     """
     import tensorflow as tf
 
     from compat.core import tf_internals
+    from compat.core.patches import PATCHES
 
     _prepare()
-    if _replaced:
+    if PATCHES.made_by(_PART):
         return
     from compat.estimator import legacy_modules
     from compat.estimator import v1 as estimator_v1
@@ -166,6 +224,9 @@ def install() -> None:
 
     this = sys.modules[__name__]
     keras_estimator = types.SimpleNamespace(model_to_estimator=model_to_estimator)
+    # `tf.compat.v1.keras` becomes tf_keras' TF 1.x API, as `import tensorflow.compat.v1.keras` gives it
+    # (legacy_modules.py), so both spellings reach the same Keras 2 that TF 2.15 had there.
+    keras_v1 = importlib.import_module("tf_keras.api._v1.keras")
     names = [
         (tf, "estimator", this),
         *((v1, "estimator", estimator_v1) for v1 in tf_internals.compat_v1_modules()),
@@ -174,32 +235,39 @@ def install() -> None:
         # every module object a program may reach tf.keras.layers as (`from tensorflow.keras import layers`,
         # `import tensorflow.keras.layers`, which Python may have loaded as a second copy of the same file)
         *((layers, "DenseFeatures", DenseFeatures) for layers in _keras_layers_modules(tf)),
-    ]
-    # TF 2.15's module paths (`tensorflow_estimator.*`, `tensorflow.python.estimator.*`, `tensorflow.compat.v1.keras`):
-    # legacy_modules.py. `tf.compat.v1.keras` becomes tf_keras' TF 1.x API, as `import tensorflow.compat.v1.keras`
-    # gives it, so both spellings reach the same Keras 2 that TF 2.15 had there.
-    keras_v1 = importlib.import_module("tf_keras.api._v1.keras")
-    names += [
         *((v1, "keras", keras_v1) for v1 in tf_internals.compat_v1_modules()),
-        (sys.modules["tensorflow.python"], "estimator", _MISSING),  # bound by the import system on first import
     ]
     for owner, name, value in names:
-        _replaced.append((owner, name, getattr(owner, name, _MISSING)))
-        if value is not _MISSING:
-            setattr(owner, name, value)
-    _replaced.append((sys.meta_path, "", None))
+        PATCHES.set_attribute(_PART, owner, name, value)
+    _serve_tf_2_15_module_paths(tf, legacy_modules, this, estimator_v1, keras_estimator)
+
+
+def _serve_tf_2_15_module_paths(tf: Any, legacy_modules: Any, this: Any, estimator_v1: Any, keras: Any) -> None:
+    """TF 2.15's module paths (`tensorflow_estimator.*`, `tensorflow.python.estimator.*`): legacy_modules.py's
+    finder, and `from tensorflow.estimator import DNNClassifier` (and the v1 and Keras spellings), which
+    imports them as modules as TF 2.15's lazily loaded packages allowed: the import system finds them in
+    sys.modules."""
+    from compat.core.patches import PATCHES
+
+    python = sys.modules["tensorflow.python"]
+    # `tensorflow.python.estimator` is bound by the import system on first import: removed on undo
+    PATCHES.add_undo(_PART, lambda: vars(python).pop("estimator", None))
+
+    def remove_finder() -> None:
+        sys.meta_path[:] = [finder for finder in sys.meta_path if not isinstance(finder, legacy_modules.LegacyFinder)]
+        for served in legacy_modules.served_modules():
+            del sys.modules[served]
+
+    PATCHES.add_undo(_PART, remove_finder)
     legacy_modules.insert_finder(legacy_modules.LegacyFinder())
-    # `from tensorflow.estimator import DNNClassifier` (and the v1 and Keras spellings) imports them as
-    # modules, as TF 2.15's lazily loaded packages allowed: the import system finds them in sys.modules
     for module_name, value in (
         ("tensorflow.estimator", this),
         ("tensorflow.compat.v1.estimator", estimator_v1),
-        ("tensorflow.keras.estimator", keras_estimator),
+        ("tensorflow.keras.estimator", keras),
         # a later `import tensorflow.keras.layers` finds tf.keras.layers (with DenseFeatures), not a new copy
         *((("tensorflow.keras.layers", tf.keras.layers),) if "tensorflow.keras.layers" not in sys.modules else ()),
     ):
-        _replaced.append((sys.modules, module_name, sys.modules.get(module_name, _MISSING)))
-        sys.modules[module_name] = value  # type: ignore[assignment]  # a namespace object serves as a module
+        PATCHES.set_item(_PART, sys.modules, module_name, value)
 
 
 def _keras_layers_modules(tf: Any) -> list:
@@ -217,32 +285,13 @@ def _keras_layers_modules(tf: Any) -> list:
 
 
 def uninstall() -> None:
-    """Undoes `install()`, and what importing this package did (tf.compat.v1.layers: compat/core/tf_internals.py)."""
-    while _replaced:
-        owner, name, previous = _replaced.pop()
-        if owner is sys.meta_path:
-            from compat.estimator import legacy_modules
-
-            sys.meta_path[:] = [
-                finder for finder in sys.meta_path if not isinstance(finder, legacy_modules.LegacyFinder)
-            ]
-            for served in legacy_modules.served_modules():
-                del sys.modules[served]
-        elif owner is sys.modules:
-            if previous is _MISSING:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = previous  # type: ignore[assignment]
-        elif previous is _MISSING:
-            if hasattr(owner, name):
-                delattr(owner, name)
-        else:
-            setattr(owner, name, previous)
-    from compat.core import tf_internals
+    """Undoes `install()`, and what importing this package did (tf.compat.v1.layers: compat/core/tf_internals.py):
+    every change in `compat.core.patches.PATCHES`, newest first."""
+    from compat.core.patches import PATCHES
 
     global _prepared
-    tf_internals.uninstall()
-    _prepared = True  # a name used later does not patch again what this undid
+    PATCHES.undo()
+    _prepared = True  # a name used later does not patch again what this undid: TensorFlow stays its own
 
 
 # A legacy program imports TensorFlow, then this package (its one added line), and may build tf.compat.v1

@@ -19,7 +19,7 @@ import random
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import tensorflow as tf
@@ -197,7 +197,31 @@ def per_example(values: dict):
 
 class EstimatorBase(abc.ABC):
     """The model folder, config and params of an Estimator, and what its checkpoints hold; each engine
-    implements train, evaluate, predict and export_saved_model."""
+    implements train, evaluate, predict and export_saved_model.
+
+    What the rest of the library asks of an Estimator, whichever engine runs it (instead of type checks):
+
+    Attributes:
+      engine: "graph" (tf.compat.v1 graphs and sessions: model_fns, the canned classes) or "keras" (a
+        model_to_estimator Estimator, Keras 3 eagerly); train_and_evaluate's cluster training differs.
+      keras_recipe: what `to_keras` builds a native Keras model from (a canned class's
+        keras_canned.CannedRecipe), else None.
+    """
+
+    engine: ClassVar[str] = "graph"
+    keras_recipe: Any = None
+
+    @property
+    def strategy(self) -> tf.distribute.Strategy | None:
+        """The tf.distribute strategy a Keras-engine Estimator trains under; None for the graph engine, which
+        replicates TF 1's way (RunConfig's train_distribute: replicated.py)."""
+        return None
+
+    def trained_keras_model(self, checkpoint_path: str | None = None) -> Any:
+        """The Keras model this Estimator trained, with its weights (a model_to_estimator Estimator's), else
+        None: `to_keras` converts the others from their recipe or their export."""
+        del checkpoint_path
+        return None
 
     @abc.abstractmethod
     def train(self, input_fn: Callable, hooks=None, steps=None, max_steps=None, saving_listeners=None) -> Any: ...
@@ -220,7 +244,7 @@ class EstimatorBase(abc.ABC):
         self._model_dir = self._config.model_dir
         self._params = copy.deepcopy(params or {})
         settings = input_cache.settings_from(getattr(self._config, "input_cache", None))
-        self._input_cache = input_cache.for_settings(settings)
+        self._input_cache = input_cache.PROCESS_CACHES.for_settings(settings)
         tf.compat.v1.logging.info("Using config: %s", str(vars(self._config)))
 
     @property

@@ -24,7 +24,7 @@ def add_metrics(estimator: Estimator, metric_fn: Callable) -> Estimator:
     unexpected = sorted(args - _METRIC_FN_ARGS)
     if unexpected:
         raise ValueError(f"metric_fn ({metric_fn}) has following not expected args: {unexpected}")
-    if not hasattr(estimator, "_model_fn"):
+    if estimator.engine == "keras":
         raise TypeError(
             "add_metrics extends an Estimator built from a model_fn (custom or canned); a "
             "model_to_estimator Estimator evaluates its Keras model's compiled metrics: add the metric "

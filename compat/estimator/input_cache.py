@@ -28,7 +28,12 @@ The cache lives on disk, so it holds no memory of its own (the OS keeps what
 fits in its page cache): in a temporary folder removed when the process ends,
 or, given a folder, there for later processes. It is on by default;
 `RunConfig(input_cache=False)` or `COMPAT_INPUT_CACHE=0` turns it off, and
-`RunConfig(input_cache=FOLDER)` or `COMPAT_INPUT_CACHE=FOLDER` keeps it.
+`RunConfig(input_cache=FOLDER)` or `COMPAT_INPUT_CACHE=FOLDER` keeps it. What a program's RunConfig says
+wins; the environment variable decides for programs whose RunConfig says nothing (every TF 2.15 program),
+so an operator turns the cache off or keeps it without editing them.
+
+The process's caches are `PROCESS_CACHES`' (an `InputCaches`): one per settings, shared by the Estimators
+made afresh for each call of a search loop, closed together at the process's end (or by `close()`).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import os
 import re
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -127,10 +133,10 @@ class InputCacheSettings:
 
 
 def settings_from(value: bool | str | os.PathLike | None) -> InputCacheSettings:
-    """The settings from RunConfig's `input_cache` (True, False or a folder); `COMPAT_INPUT_CACHE`, when set,
-    wins, so that an operator can turn the cache off or keep it without editing the program."""
+    """The settings from RunConfig's `input_cache` (True, False or a folder); where it is None (the program
+    said nothing), `COMPAT_INPUT_CACHE` (0/off, 1/on, or a folder) when set, else on."""
     environment = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
-    if environment:
+    if value is None and environment:
         value = False if environment.lower() in _OFF else True if environment.lower() in _ON else environment
     if value is None or value is True:
         return InputCacheSettings()
@@ -476,15 +482,31 @@ def _is_complete(folder: str) -> bool:
     return f"{_CACHE_FILE}.index" in names and f"{_CACHE_FILE}.lockfile" not in names
 
 
-_shared: dict[InputCacheSettings, InputCache] = {}
+class InputCaches:
+    """A process's input caches, one per settings, with one lifetime: `close()` (registered once to run at the
+    process's end) publishes what finished and removes every temporary folder."""
+
+    def __init__(self) -> None:
+        self._caches: dict[InputCacheSettings, InputCache] = {}
+        self._close_at_exit = False
+
+    def for_settings(self, settings: InputCacheSettings) -> InputCache:
+        """The one cache for `settings`: Estimators made afresh for each call (a common pattern in search
+        loops) share what earlier ones wrote."""
+        if not self._close_at_exit:
+            atexit.register(self.close)
+            self._close_at_exit = True
+        if settings not in self._caches:
+            self._caches[settings] = InputCache(settings)
+        return self._caches[settings]
+
+    def close(self) -> None:
+        for cache in self._caches.values():
+            cache.close()
+        self._caches.clear()
 
 
-def for_settings(settings: InputCacheSettings) -> InputCache:
-    """The process's one cache for `settings`: Estimators made afresh for each call (a common pattern in
-    search loops) share what earlier ones wrote."""
-    if settings not in _shared:
-        _shared[settings] = InputCache(settings)
-    return _shared[settings]
+PROCESS_CACHES = InputCaches()
 
 
 class InputCache:
@@ -496,7 +518,9 @@ class InputCache:
         self._root: str | None = settings.folder
         self._writing: dict[str, str] = {}  # temporary folder -> the published folder it becomes
         self._logged: set[tuple[str, str, str]] = set()
-        atexit.register(self.close)
+        # each cached dataset's source: the rewritten graph refers to its shuffles' seed generators by
+        # handle, so their owner must live as long as the dataset (kept here, not as an attribute of it)
+        self._sources: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def _folder(self) -> str:
         if self._root is None:
@@ -552,8 +576,7 @@ class InputCache:
         self._log_once(input_fn_name, mode, verb, _describe(graph, where), root)
         _set_filename(rewritten, filename)
         cached = dataset_from_graph(rewritten, dataset.element_spec)
-        # The rewritten graph refers to the shuffles' seed generators by handle: their owner lives as long.
-        cached._input_cache_source = dataset
+        self._sources[cached] = dataset
         return cached
 
     def _log_once(self, input_fn_name: str, mode: str, verb: str, stages: str, root: str, why: str = "") -> None:

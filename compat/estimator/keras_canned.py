@@ -1,6 +1,6 @@
 """A canned Estimator's native Keras 3 twin: its network as Keras layers, its checkpoint's weights mapped in.
 
-Each canned class keeps a `CannedRecipe` of what it was built from (`Estimator._keras_recipe`); `to_keras`
+Each canned class keeps a `CannedRecipe` of what it was built from (`Estimator.keras_recipe`); `to_keras`
 asks it to build the model from a checkpoint. The twin computes what the Estimator's PREDICT mode did:
 
     logits = dnn(dnn_columns) + linear(linear_columns) + baseline bias     (whichever the class has)
@@ -107,14 +107,21 @@ class CannedRecipe:
     baseline: bool = False
 
     @classmethod
-    def from_arguments(cls, kind: str, arguments: dict[str, Any]) -> CannedRecipe:
+    def from_arguments(cls, kind: str, arguments: dict[str, Any], network: str) -> CannedRecipe:
         """A recipe from a canned class's constructor arguments by TF 2.15's names (its `locals()`): the
-        same names mean the same in every class, `feature_columns` the DNN's or the linear model's."""
-        settings: dict[str, Any] = {"baseline": kind.startswith("Baseline")}
+        same names mean the same in every class.
+
+        Args:
+          kind: the class's name (the Keras model's name, and messages).
+          arguments: the constructor's arguments by name.
+          network: "dnn", "linear", "dnn_linear_combined" or "baseline" (the module the class lives in):
+            what `feature_columns` feed, and whether the model is a Baseline's bias alone.
+        """
+        settings: dict[str, Any] = {"baseline": network == "baseline"}
         for argument, value in arguments.items():
             field = _FIELDS.get(argument)
             if argument == "feature_columns":
-                field = "dnn_columns" if kind.startswith("DNN") else "linear_columns"
+                field = f"{network}_columns"
             if field is None or value is None:
                 continue
             settings[field] = tuple(value) if field in _SEQUENCES else value

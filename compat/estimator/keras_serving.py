@@ -108,7 +108,7 @@ def export_keras_saved_model(model: keras.Model, export_dir_base: str, *, like: 
         raise ConversionError(f"{like} holds no SavedModel: give the Estimator's export (export/<name>/<timestamp>)")
     if not isinstance(model.output, dict):
         raise ConversionError("export_keras_saved_model takes a model to_keras built natively (outputs by name)")
-    recipe = getattr(estimator, "_keras_recipe", None)
+    recipe = estimator.keras_recipe if estimator is not None else None
     columns = (recipe.dnn_columns + recipe.linear_columns) if recipe is not None else ()
     parse_spec = tf.feature_column.make_parse_example_spec(columns) if columns else None
     functions, methods = {}, {}

@@ -45,12 +45,13 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from compat.core import atomic
+from compat.estimator.base import EstimatorBase
 from compat.estimator.keras_canned import ConversionError
 from compat.estimator.keras_twin import EstimatorModel, ExportSignature
 
 
 def to_keras(
-    estimator: Any,
+    estimator: EstimatorBase | str | os.PathLike,
     *,
     keras_model: keras.Model | None = None,
     serving_input_receiver_fn: Callable | None = None,
@@ -83,15 +84,13 @@ def to_keras(
       ConversionError (a ValueError): a folder without `keras_model`, an Estimator that needs a
         receiver and got none, or `portable` for an Estimator that has no native conversion.
     """
-    from compat.estimator.keras_engine import KerasEstimator
-
     if isinstance(estimator, str | os.PathLike):
         estimator = _folder_estimator(os.fspath(estimator), keras_model)
-    recipe = getattr(estimator, "_keras_recipe", None)
+    recipe = estimator.keras_recipe
     why_not = _why_not_native(estimator, recipe, feature_dtypes)
     if portable and why_not is not None:
         raise ConversionError(f"portable=True splits a canned Estimator's native model; {why_not}")
-    if isinstance(estimator, KerasEstimator):
+    if estimator.engine == "keras":
         return estimator.trained_keras_model(checkpoint_path)
     if why_not is None and recipe is not None:
         build = recipe.build_portable if portable else recipe.build
@@ -138,7 +137,7 @@ def from_export(export_dir: str, signature: str | None = None) -> keras.Model:
     return EstimatorModel(inputs, layer(inputs), name="estimator_export")
 
 
-def _folder_estimator(folder: str, keras_model: keras.Model | None) -> Any:
+def _folder_estimator(folder: str, keras_model: keras.Model | None) -> EstimatorBase:
     """The model_to_estimator Estimator of a model folder given by path, with its architecture."""
     from compat.estimator.keras_engine import model_to_estimator
 
@@ -152,11 +151,11 @@ def _folder_estimator(folder: str, keras_model: keras.Model | None) -> Any:
     return model_to_estimator(keras_model=keras_model, model_dir=folder)
 
 
-def _why_not_native(estimator: Any, recipe: Any, feature_dtypes: Mapping[str, str] | None) -> str | None:
+def _why_not_native(estimator: EstimatorBase, recipe: Any, feature_dtypes: Mapping[str, str] | None) -> str | None:
     """Why `estimator` has no native Keras twin (None: it has one)."""
     if recipe is not None:
         return recipe.why_not_native(feature_dtypes)
-    if hasattr(estimator, "trained_keras_model"):
+    if estimator.engine == "keras":
         return "a model_to_estimator Estimator gives back the Keras model it was made from"
     kind = type(estimator).__name__
     article = "an" if kind[:1] in "AEIOU" else "a"

@@ -28,7 +28,7 @@ import collections
 import os
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import tensorflow as tf
 
@@ -39,9 +39,6 @@ from compat.estimator.estimator import Estimator
 from compat.estimator.exporter import Exporter
 from compat.estimator.ps_watch import ParameterServerWatch, reachable
 from compat.estimator.run_config import TaskType
-
-if TYPE_CHECKING:  # the Keras engine imports this module's callers; this module imports it only where it runs
-    from compat.estimator.keras_engine import KerasEstimator
 
 _EVALUATOR_POLL_SECS = 1.0  # an evaluator looks for a new checkpoint at least this often
 # TF 2.15's start delays of asynchronous workers: the chief's first steps move the model away from its
@@ -189,8 +186,6 @@ def _start_server(config, strategy: tf.distribute.Strategy | None = None) -> tf.
 
 def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
     """A task of a cluster with ps tasks, as TF 2.15 ran it (see the module docstring)."""
-    from compat.estimator.keras_engine import KerasEstimator
-
     config = estimator.config
     runs = (TaskType.CHIEF, TaskType.MASTER, TaskType.WORKER, TaskType.PS)
     if config.task_type not in runs:
@@ -200,7 +195,7 @@ def _train_between_graphs(estimator: EstimatorBase, train_spec: TrainSpec, eval_
             "Could not start the TensorFlow server: this task has no address (RunConfig.master is empty); set "
             "TF_CONFIG's cluster and task"
         )
-    if isinstance(estimator, KerasEstimator):
+    if estimator.engine == "keras":  # Keras 3 models cannot be built into TF 1's between-graph replication
         _train_with_a_coordinator(estimator, train_spec, eval_spec)
         return
     server = _start_server(config)  # before the delay: the other tasks' sessions wait to reach it
@@ -237,7 +232,7 @@ def _trainer_listeners(estimator: EstimatorBase, train_spec: TrainSpec, eval_spe
     return listeners
 
 
-def _train_with_a_coordinator(estimator: KerasEstimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
+def _train_with_a_coordinator(estimator: EstimatorBase, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
     """A task of a cluster with ps tasks, for a model_to_estimator Estimator: TF 2's parameter-server training.
 
     Keras 3 models cannot be built into a TF 1 graph, so the between-graph replication of TF 2.15 is replaced

@@ -34,6 +34,7 @@ import tensorflow as tf
 
 from compat import estimator
 from compat.core import atomic, strategies
+from compat.estimator.base import EstimatorBase
 from compat.estimator.early_stopping import read_eval_metrics
 from compat.modes import distribution, model_folder
 from compat.modes.model_folder import last_saved_step
@@ -97,7 +98,7 @@ def train_and_evaluate(run: Run) -> dict | None:
     )
 
 
-def _export_at_the_end(run: Run, est: estimator.Estimator, exporters: list, test: dict) -> None:
+def _export_at_the_end(run: Run, est: EstimatorBase, exporters: list, test: dict) -> None:
     """The exports the chief makes after training, from the last checkpoint.
 
     In a cluster with an evaluator, none: the evaluator exports. In one without, every exporter (nobody else

@@ -28,7 +28,7 @@ def decode(path, label):
 
 tf.random.set_seed(7)
 dataset = tf.data.Dataset.from_tensor_slices((paths, list(range(len(paths))))).shuffle(len(paths)).map(decode)
-cache = input_cache.for_settings(input_cache.InputCacheSettings(folder=folder))
+cache = input_cache.PROCESS_CACHES.for_settings(input_cache.InputCacheSettings(folder=folder))
 for _, label in cache.wrap(dataset, "input_cache_program", "train"):
     print(int(label), flush=True)
     time.sleep(pause)

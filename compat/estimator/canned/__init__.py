@@ -10,36 +10,25 @@ in the mappings below, for the namespaces they belong to: `V1_CANNED`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lazy_loader
 
-# The TF 1.x classes: `<Name>V1` here, `tf.compat.v1.estimator.<Name>` there (and in compatibility.py).
-V1_CLASSES = (
-    "BaselineClassifier",
-    "BaselineEstimator",
-    "BaselineRegressor",
-    "DNNClassifier",
-    "DNNEstimator",
-    "DNNRegressor",
-    "DNNLinearCombinedClassifier",
-    "DNNLinearCombinedEstimator",
-    "DNNLinearCombinedRegressor",
-    "LinearClassifier",
-    "LinearEstimator",
-    "LinearRegressor",
-)
-# The TF2 class and its TF 1.x twin (`<Name>V1`) live in the module named by the class's prefix.
-_MODULE_OF_PREFIX = {"DNNLinear": "dnn_linear_combined", "DNN": "dnn", "Linear": "linear", "Baseline": "baseline"}
-_CLASSES: dict[str, list[str]] = {}
-for _name in V1_CLASSES:
-    _module = next(module for prefix, module in _MODULE_OF_PREFIX.items() if _name.startswith(prefix))
-    _CLASSES.setdefault(_module, []).extend([_name, f"{_name}V1"])
+# The canned classes by module: {module: tf.estimator's class names}. Each module also defines each class's
+# TF 1.x twin, `<Name>V1` (tf.compat.v1.estimator.<Name>). A canned estimator is added by writing its module
+# and one entry here (docs/architecture.md); the lazy table, `__all__` and `V1_CLASSES` follow.
+CANNED = {
+    "baseline": ("BaselineClassifier", "BaselineEstimator", "BaselineRegressor"),
+    "dnn": ("DNNClassifier", "DNNEstimator", "DNNRegressor"),
+    "dnn_linear_combined": ("DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator", "DNNLinearCombinedRegressor"),
+    "linear": ("LinearClassifier", "LinearEstimator", "LinearRegressor"),
+}
+V1_CLASSES = tuple(name for names in CANNED.values() for name in names)
 # Each class loads with its own module when first used: a program pays for the estimators it uses.
 _lazy_getattr, _, _ = lazy_loader.attach(
     __name__,
     submod_attrs={
-        **_CLASSES,
+        **{module: [*names, *(f"{name}V1" for name in names)] for module, names in CANNED.items()},
         "kmeans": ["KMeans"],
         "linear_sdca": ["LinearSDCA"],
         "parsing_utils": ["classifier_parse_example_spec", "regressor_parse_example_spec"],
@@ -47,22 +36,18 @@ _lazy_getattr, _, _ = lazy_loader.attach(
     },
 )
 
-__all__ = [
-    "BaselineClassifier",
-    "BaselineEstimator",
-    "BaselineRegressor",
-    "DNNClassifier",
-    "DNNEstimator",
-    "DNNLinearCombinedClassifier",
-    "DNNLinearCombinedEstimator",
-    "DNNLinearCombinedRegressor",
-    "DNNRegressor",
-    "LinearClassifier",
-    "LinearEstimator",
-    "LinearRegressor",
-    "classifier_parse_example_spec",
-    "regressor_parse_example_spec",
-]
+__all__ = sorted([*V1_CLASSES, "classifier_parse_example_spec", "regressor_parse_example_spec"])
+
+if TYPE_CHECKING:  # tf.estimator's names for type checkers and editors (tests/test_architecture.py compares)
+    from compat.estimator.canned.baseline import BaselineClassifier, BaselineEstimator, BaselineRegressor
+    from compat.estimator.canned.dnn import DNNClassifier, DNNEstimator, DNNRegressor
+    from compat.estimator.canned.dnn_linear_combined import (
+        DNNLinearCombinedClassifier,
+        DNNLinearCombinedEstimator,
+        DNNLinearCombinedRegressor,
+    )
+    from compat.estimator.canned.linear import LinearClassifier, LinearEstimator, LinearRegressor
+    from compat.estimator.canned.parsing_utils import classifier_parse_example_spec, regressor_parse_example_spec
 
 
 def _mapping(name: str) -> dict:

@@ -119,7 +119,7 @@ class BaselineClassifier(Estimator):
     ):
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(model_fn=_model_fn(head, optimizer, weight_column), model_dir=model_dir, config=config)
-        self._keras_recipe = CannedRecipe.from_arguments("BaselineClassifier", locals())
+        self.keras_recipe = CannedRecipe.from_arguments("BaselineClassifier", locals(), network="baseline")
 
 
 class BaselineRegressor(Estimator):
@@ -139,7 +139,7 @@ class BaselineRegressor(Estimator):
         )
         # as TF 2.15: the weight column weighs the loss (the head), and is counted among the features' batch sizes
         super().__init__(model_fn=_model_fn(head, optimizer), model_dir=model_dir, config=config)
-        self._keras_recipe = CannedRecipe.from_arguments("BaselineRegressor", locals())
+        self.keras_recipe = CannedRecipe.from_arguments("BaselineRegressor", locals(), network="baseline")
 
 
 # -- the TF 1.x classes (tf.compat.v1.estimator.BaselineClassifier, ...) -------------------------------------------
@@ -213,7 +213,7 @@ class BaselineClassifierV1(Estimator):
     ):
         head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(model_fn=_model_fn_v1(head, optimizer, weight_column), model_dir=model_dir, config=config)
-        self._keras_recipe = CannedRecipe.from_arguments("BaselineClassifierV1", locals())
+        self.keras_recipe = CannedRecipe.from_arguments("BaselineClassifierV1", locals(), network="baseline")
 
 
 class BaselineRegressorV1(Estimator):
@@ -233,7 +233,7 @@ class BaselineRegressorV1(Estimator):
         )
         # as TF 2.15: the weight column weighs the loss, and is counted among the features' batch sizes
         super().__init__(model_fn=_model_fn_v1(head, optimizer), model_dir=model_dir, config=config)
-        self._keras_recipe = CannedRecipe.from_arguments("BaselineRegressorV1", locals())
+        self.keras_recipe = CannedRecipe.from_arguments("BaselineRegressorV1", locals(), network="baseline")
 
 
 __all__ = [

@@ -250,7 +250,7 @@ class DNNClassifier(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.from_arguments("DNNClassifier", locals())
+        self.keras_recipe = CannedRecipe.from_arguments("DNNClassifier", locals(), network="dnn")
 
 
 class DNNRegressor(Estimator):
@@ -280,7 +280,7 @@ class DNNRegressor(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.from_arguments("DNNRegressor", locals())
+        self.keras_recipe = CannedRecipe.from_arguments("DNNRegressor", locals(), network="dnn")
 
 
 # -- the TF 1.x classes (tf.compat.v1.estimator.DNNClassifier, ...) ------------------------------------------------
@@ -512,7 +512,7 @@ class DNNClassifierV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.from_arguments("DNNClassifierV1", locals())
+        self.keras_recipe = CannedRecipe.from_arguments("DNNClassifierV1", locals(), network="dnn")
 
 
 class DNNRegressorV1(Estimator):
@@ -552,7 +552,7 @@ class DNNRegressorV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.from_arguments("DNNRegressorV1", locals())
+        self.keras_recipe = CannedRecipe.from_arguments("DNNRegressorV1", locals(), network="dnn")
 
 
 __all__ = [

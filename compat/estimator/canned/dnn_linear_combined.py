@@ -256,7 +256,9 @@ class DNNLinearCombinedClassifier(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.from_arguments("DNNLinearCombinedClassifier", locals())
+        self.keras_recipe = CannedRecipe.from_arguments(
+            "DNNLinearCombinedClassifier", locals(), network="dnn_linear_combined"
+        )
 
 
 class DNNLinearCombinedRegressor(Estimator):
@@ -300,7 +302,9 @@ class DNNLinearCombinedRegressor(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.from_arguments("DNNLinearCombinedRegressor", locals())
+        self.keras_recipe = CannedRecipe.from_arguments(
+            "DNNLinearCombinedRegressor", locals(), network="dnn_linear_combined"
+        )
 
 
 # -- the TF 1.x classes (tf.compat.v1.estimator.DNNLinearCombinedClassifier, ...) ----------------------------------
@@ -518,7 +522,9 @@ class DNNLinearCombinedClassifierV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.from_arguments("DNNLinearCombinedClassifierV1", locals())
+        self.keras_recipe = CannedRecipe.from_arguments(
+            "DNNLinearCombinedClassifierV1", locals(), network="dnn_linear_combined"
+        )
 
 
 class DNNLinearCombinedRegressorV1(Estimator):
@@ -565,7 +571,9 @@ class DNNLinearCombinedRegressorV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.from_arguments("DNNLinearCombinedRegressorV1", locals())
+        self.keras_recipe = CannedRecipe.from_arguments(
+            "DNNLinearCombinedRegressorV1", locals(), network="dnn_linear_combined"
+        )
 
 
 __all__ = [

@@ -351,7 +351,7 @@ class LinearClassifier(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.from_arguments("LinearClassifier", locals())
+        self.keras_recipe = CannedRecipe.from_arguments("LinearClassifier", locals(), network="linear")
 
 
 class LinearRegressor(Estimator):
@@ -379,7 +379,7 @@ class LinearRegressor(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.from_arguments("LinearRegressor", locals())
+        self.keras_recipe = CannedRecipe.from_arguments("LinearRegressor", locals(), network="linear")
 
 
 # -- the TF 1.x classes (tf.compat.v1.estimator.LinearClassifier, ...) ---------------------------------------------
@@ -537,7 +537,7 @@ class LinearClassifierV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.from_arguments("LinearClassifierV1", locals())
+        self.keras_recipe = CannedRecipe.from_arguments("LinearClassifierV1", locals(), network="linear")
 
 
 class LinearRegressorV1(Estimator):
@@ -567,7 +567,7 @@ class LinearRegressorV1(Estimator):
             config=config,
             warm_start_from=warm_start_from,
         )
-        self._keras_recipe = CannedRecipe.from_arguments("LinearRegressorV1", locals())
+        self.keras_recipe = CannedRecipe.from_arguments("LinearRegressorV1", locals(), network="linear")
 
 
 __all__ = [

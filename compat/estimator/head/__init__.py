@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lazy_loader
 
@@ -30,6 +30,14 @@ _lazy_getattr, _, __all__ = lazy_loader.attach(
         "regression_head": ["LogisticRegressionHead", "PoissonRegressionHead", "RegressionHead"],
     },
 )
+
+if TYPE_CHECKING:  # the same names for type checkers and editors (tests/test_architecture.py compares)
+    from compat.estimator.head.base_head import Head
+    from compat.estimator.head.binary_class_head import BinaryClassHead
+    from compat.estimator.head.multi_class_head import MultiClassHead
+    from compat.estimator.head.multi_head import MultiHead
+    from compat.estimator.head.multi_label_head import MultiLabelHead
+    from compat.estimator.head.regression_head import LogisticRegressionHead, PoissonRegressionHead, RegressionHead
 
 
 def __getattr__(name: str) -> Any:

@@ -44,6 +44,8 @@ class KerasEstimator(Training, Evaluation):
     The graph engine's sibling (base.py), registered as an `Estimator` below.
     """
 
+    engine = "keras"
+
     # -- predict, export ----------------------------------------------------
     def trained_keras_model(self, checkpoint_path: str | None = None) -> keras.Model:
         """A new copy of the Keras model, compiled as it was, with the weights of `checkpoint_path` (default:
