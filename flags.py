@@ -511,3 +511,13 @@ def save_flagfile(
 def save_best_flagfile(path: str, best_values: dict, run_dir: str) -> None:
     """A flagfile that trains a search's best trial: `train.py --flagfile=<path> --mode=keras`."""
     save_flagfile(path, {**best_values, "model_dir": run_dir}, drop=("mode", *_TUNING_FLAGS))
+
+
+def save_front_flagfiles(folder: str, front: dict[str, dict], runs_folder: str) -> None:
+    """`<folder>/<trial>.flags` for each trial of a search's accuracy/speed front ({trial: its values}),
+    each training into `<runs_folder>/<trial>`; a resumed search's front replaces the last one."""
+    os.makedirs(folder, exist_ok=True)
+    for stale in os.listdir(folder):
+        os.remove(os.path.join(folder, stale))
+    for trial, values in front.items():
+        save_best_flagfile(os.path.join(folder, f"{trial}.flags"), values, os.path.join(runs_folder, trial))
