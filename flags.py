@@ -18,6 +18,7 @@ from compat.config import (
     CACHE_MODES,
     DTYPES,
     FEATURES,
+    MODES,
     STRATEGIES,
     TUNERS,
     DistributionConfig,
@@ -49,7 +50,7 @@ _group("mode")
 flags.DEFINE_enum(
     "mode",
     "keras",
-    ["keras", "estimator", "tune", "predict"],
+    list(MODES),
     "keras: model.fit; estimator: the tf.estimator API (compat.estimator); tune: keras-tuner search; "
     "predict: classify the audio files named after the flags with --model_dir's export.",
 )

@@ -98,3 +98,9 @@ def test_a_keras_tuner_oracle_still_keeps_its_retry_queue():
     oracle._retry_queue.extend(["0", "1"])
     tf_internals.forget_retries(oracle, {"0"})
     assert oracle._retry_queue == ["1"]
+
+
+def test_op_definitions_say_which_ops_keep_state():
+    assert tf_internals.op_def("RandomUniform").is_stateful
+    assert not tf_internals.op_def("MatMul").is_stateful
+    assert tf_internals.op_def("NoSuchOp") is None

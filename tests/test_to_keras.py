@@ -518,20 +518,12 @@ def test_the_export_route_takes_the_only_signature_or_the_one_named(tmp_path):
     assert refused.returncode == 2 and "signature=NAME" in refused.stderr and not (tmp_path / "no.keras").exists()
 
 
-# The shape of TensorFlow's linear-model tutorial (Titanic): strings, small integers, floats, a feature named
-# `class` (a Python keyword), one value per passenger fed as 1-D columns through tf.data.
+# The shape of TensorFlow's linear-model tutorial (Titanic), fed as 1-D columns through tf.data.
+sys.path.insert(0, os.path.join(REPO, "tests", "helpers"))
+import tf215_tutorial_models as tutorial_models  # noqa: E402  (the rows and columns both sides use)
+
 PASSENGERS = 240
-_rng = np.random.RandomState(7)
-TITANIC = {
-    "sex": _rng.choice(["male", "female"], PASSENGERS),
-    "n_siblings_spouses": _rng.randint(0, 5, PASSENGERS).astype("int64"),
-    "class": _rng.choice(["First", "Second", "Third"], PASSENGERS),
-    "deck": _rng.choice(["A", "B", "C", "D", "unknown"], PASSENGERS),
-    "alone": _rng.choice(["y", "n"], PASSENGERS),
-    "age": _rng.uniform(0.4, 80, PASSENGERS).round(1),
-    "fare": _rng.uniform(5, 200, PASSENGERS),
-}
-SURVIVED = (((TITANIC["sex"] == "female") ^ (TITANIC["age"] > 50)) | (TITANIC["class"] == "First")).astype("int64")
+TITANIC, SURVIVED = tutorial_models.titanic(PASSENGERS, seed=7)
 
 
 def _titanic_input(epochs=None, shuffle=True):
@@ -733,9 +725,7 @@ TUTORIAL_FOLDERS = os.path.join(REPO, "tests", "data", "tf215_tutorial_models")
 def test_tf_2_15s_folders_of_the_tutorials_crossed_models_convert_natively_with_its_predictions(tmp_path, name):
     """Model folders TF 2.15 trained (tests/helpers/tf215_tutorial_models.py): the linear tutorial's model
     with its age x sex cross, and a wide & deep model crossing a vocabulary column."""
-    sys.path.insert(0, os.path.join(REPO, "tests", "helpers"))
-    import tf215_tutorial_models as programs
-
+    programs = tutorial_models
     folders = shutil.copytree(TUTORIAL_FOLDERS, tmp_path / "folders")
     model = programs.models(tf.feature_column, estimator, str(folders))[name]
     expected = np.array(json.loads((folders / "predictions.json").read_text())[name])
@@ -745,3 +735,25 @@ def test_tf_2_15s_folders_of_the_tutorials_crossed_models_convert_natively_with_
     np.testing.assert_allclose(converted.predict(rows, verbose=0)["probabilities"], expected, rtol=1e-5, atol=1e-5)
     ours = np.stack([row["probabilities"] for row in model.predict(lambda: programs.input_fn(1, shuffle=False))])
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)  # and the Estimator here agrees
+
+
+def test_the_crossed_tutorial_models_keras_export_keeps_its_signature_and_keyword_input(tmp_path):
+    """The linear tutorial's crossed model, exported by its Estimator with raw placeholders (one named
+    `class`; its numeric `age` is also crossed raw, so TF has no tf.Example parsing for it): the converted
+    model's export has the same signature and input keys, and predicts the same."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    from compat.estimator.to_keras import from_export
+
+    columns = _titanic_columns() + [tf.feature_column.crossed_column(["age", "sex"], hash_bucket_size=100)]
+    model = estimator.LinearClassifier(columns, model_dir=str(tmp_path / "run"))
+    expected = _trained_predictions(model)
+    dtypes = {key: tf.as_dtype(values.dtype if values.dtype.kind != "U" else "string")
+              for key, values in TITANIC.items()}
+    like = model.export_saved_model(str(tmp_path / "estimator_export"), _raw_receiver(dtypes)).decode()
+    exported = estimator.export_keras_saved_model(estimator.to_keras(model), str(tmp_path / "keras_export"),
+                                                  like=like, estimator=model)
+    proto = saved_model_pb2.SavedModel.FromString(open(os.path.join(exported, "saved_model.pb"), "rb").read())
+    assert sorted(proto.meta_graphs[0].signature_def["predict"].inputs) == sorted(TITANIC)
+    got = from_export(exported).predict(TITANIC, verbose=0)["probabilities"]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

@@ -10,7 +10,7 @@ evaluations TF 2.15's instead of a rewrite of them.
 TensorFlow 2.21 also turned `tf.compat.v1.layers` (and `tf.compat.v1.nn.rnn_cell`)
 into stubs that raise under Keras 3, though the layers still ship in `tf_keras`
 (Keras 2, released with every TensorFlow), where TensorFlow itself routes them
-when the whole process runs on Keras 2 (TF_USE_LEGACY_KERAS). `install_legacy_layers`
+when the whole process runs on Keras 2 (TF_USE_LEGACY_KERAS). `install()`
 routes just those two names there, so that model_fns built from them run while
 `tf.keras` stays Keras 3.
 
@@ -27,8 +27,8 @@ which mode it builds, through the one Keras class that holds a call's
 
 Every such reach is here, so that a TensorFlow or Keras release that moves one
 breaks `tests/test_tf_internals.py` by name, not a run deep inside; every
-change to TensorFlow's or Keras' names is made by `install_legacy_layers` and
-undone by `uninstall_legacy_layers`.
+change to TensorFlow's or Keras' names is made by `install()`, recorded in
+compat/core/patches.py's one list and undone by `compat.estimator.uninstall()`.
 """
 
 from __future__ import annotations
@@ -303,6 +303,14 @@ def fn_args(fn) -> tuple[str, ...]:
     from tensorflow.python.util import function_utils
 
     return tuple(function_utils.fn_args(fn))
+
+
+def op_def(name: str) -> Any:
+    """The registered OpDef of the op type `name` (None if unknown): whether it is stateful, for the input
+    cache."""
+    from tensorflow.python.framework import op_def_registry
+
+    return op_def_registry.get(name)
 
 
 def is_partition(variable) -> bool:

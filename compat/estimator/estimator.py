@@ -391,13 +391,7 @@ class Estimator(EstimatorBase):
         return self._input_cache.wrap(result, input_fn_name(input_fn), mode)
 
     def _saver_of_local_copies(self) -> tf.compat.v1.train.Saver:
-        config = self._config
-        return replicated.saver_of_local_copies(
-            sharded=True,
-            max_to_keep=config.keep_checkpoint_max,
-            keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
-            save_relative_paths=True,
-        )
+        return replicated.saver_of_local_copies(**_saver_settings(self._config))
 
     def _saver(self, spec: EstimatorSpec) -> tf.compat.v1.train.Saver:
         """The Saver of `spec`'s graph: the scaffold's, the graph's, else TF 2.15's default (sharded)."""
@@ -407,6 +401,8 @@ class Estimator(EstimatorBase):
         return savers[0] if savers else _v1.train.Saver(sharded=True)
 
     def _maybe_warm_start(self, checkpoint_path: str | None) -> None:
+        """Warm-starts the graph's variables from `warm_start_from`, in every mode, when the model has no
+        checkpoint of its own to restore (`checkpoint_path`: the one the mode restores, None for none)."""
         if not checkpoint_path and self._warm_start_settings:
             tf.compat.v1.logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
             warm_starting.warm_start(self._warm_start_settings)
@@ -480,9 +476,7 @@ class Estimator(EstimatorBase):
         session_config = self._session_config
         if strategy is not None:
             session_config = replicated.session_config(session_config, strategy)
-        if self._warm_start_settings and not self.latest_checkpoint():
-            tf.compat.v1.logging.info("Warm-starting with WarmStartSettings: %s", self._warm_start_settings)
-            warm_starting.warm_start(self._warm_start_settings)
+        self._maybe_warm_start(self.latest_checkpoint())
         if not any(summary.op.name == "loss" for summary in _v1.get_collection(_v1.GraphKeys.SUMMARIES)):
             _v1.summary.scalar("loss", spec.loss)
         _v1.add_to_collection(_v1.GraphKeys.LOSSES, spec.loss)
@@ -898,15 +892,19 @@ def _loss_and_step_logger(spec: EstimatorSpec, global_step: tf.Variable, every_n
     return _v1.train.LoggingTensorHook({"loss": spec.loss, "step": trained_step}, every_n_iter=every_n_iter)
 
 
+def _saver_settings(config: RunConfig) -> dict:
+    """How TF 2.15's Estimator built its Savers from RunConfig: sharded, relative paths, its retention."""
+    return {
+        "sharded": True,
+        "max_to_keep": config.keep_checkpoint_max,
+        "keep_checkpoint_every_n_hours": config.keep_checkpoint_every_n_hours,
+        "save_relative_paths": True,
+    }
+
+
 def _default_saver(config: RunConfig) -> Any:
     """The Saver an Estimator saves with when the model_fn brings none, as TF 2.15 built it."""
-    return _v1.train.Saver(
-        sharded=True,
-        max_to_keep=config.keep_checkpoint_max,
-        keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
-        defer_build=True,
-        save_relative_paths=True,
-    )
+    return _v1.train.Saver(defer_build=True, **_saver_settings(config))
 
 
 def _first_workers_summary_hooks(config: RunConfig, scaffold: Any) -> list:

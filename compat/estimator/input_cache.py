@@ -51,7 +51,6 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import function_pb2, graph_pb2, node_def_pb2
-from tensorflow.python.framework import op_def_registry
 
 from compat.core import atomic, tf_internals
 
@@ -206,7 +205,7 @@ def _stateless(function_names: Iterable[str], library: dict, seen: set[str]) -> 
             if node.op in library:
                 called = [node.op]
             else:
-                op = op_def_registry.get(node.op)
+                op = tf_internals.op_def(node.op)
                 if op is None or op.is_stateful:
                     return False
                 called = []

@@ -23,6 +23,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from compat.core import atomic
 from compat.estimator.keras_canned import ConversionError
+from compat.estimator.keras_twin import parameter_name
 
 _CLASSIFY = "tensorflow/serving/classify"
 _REGRESS = "tensorflow/serving/regress"
@@ -110,11 +111,11 @@ def export_keras_saved_model(model: keras.Model, export_dir_base: str, *, like: 
         raise ConversionError("export_keras_saved_model takes a model to_keras built natively (outputs by name)")
     recipe = estimator.keras_recipe if estimator is not None else None
     columns = (recipe.dnn_columns + recipe.linear_columns) if recipe is not None else ()
-    parse_spec = tf.feature_column.make_parse_example_spec(columns) if columns else None
-    functions, methods = {}, {}
+    parse_spec = _parse_spec(columns)
+    functions, methods, keys = {}, {}, {}
     for name, (method, inputs, outputs) in signatures_of(like).items():
         functions[name] = _serving_function(model, method, inputs, outputs, parse_spec, recipe, name)
-        methods[name] = method
+        methods[name], keys[name] = method, list(inputs)
     final = os.path.join(export_dir_base, str(int(time.time())))
     while os.path.exists(final):
         final = os.path.join(export_dir_base, str(int(os.path.basename(final)) + 1))
@@ -123,10 +124,19 @@ def export_keras_saved_model(model: keras.Model, export_dir_base: str, *, like: 
         holder = tf.Module()
         holder.model = model  # the weights and lookup tables the functions read are saved with them
         tf.saved_model.save(holder, folder, signatures=functions)
-        _set_method_names(folder, methods)
+        _set_signature_details(folder, methods, keys)
 
     os.makedirs(export_dir_base, exist_ok=True)
     return atomic.publish_folder(final, build)
+
+
+def _parse_spec(columns: tuple) -> dict | None:
+    """How the columns parse tf.Examples (None without columns, or where TF has no one way: a numeric
+    feature that a cross also reads raw, which TF 2.15 could not export parsing either)."""
+    try:
+        return tf.feature_column.make_parse_example_spec(columns) if columns else None
+    except ValueError:
+        return None
 
 
 def _serving_function(
@@ -143,7 +153,10 @@ def _serving_function(
         raise ConversionError(f"signature '{name}' gives no {missing}, which the Keras model reads")
     vocabulary = recipe.label_vocabulary if recipe is not None else None
 
-    @tf.function(input_signature=[inputs[key] for key in keys])
+    # named as Python parameters (`class` -> `class_`); `_set_signature_details` gives back the keys
+    @tf.function(
+        input_signature=[tf.TensorSpec(inputs[key].shape, inputs[key].dtype, parameter_name(key)) for key in keys]
+    )
     def serve(*tensors: tf.Tensor) -> dict:
         given = dict(zip(keys, tensors))
         if baseline:
@@ -161,15 +174,21 @@ def _serving_function(
     return serve.get_concrete_function()
 
 
-def _set_method_names(folder: str, methods: dict[str, str]) -> None:
-    """TF Serving's method names (tf.saved_model.save writes Predict's for every signature)."""
+def _set_signature_details(folder: str, methods: dict[str, str], keys: dict[str, list[str]]) -> None:
+    """TF Serving's method names (tf.saved_model.save writes Predict's for every signature), and each
+    signature's input keys as the Estimator's export named them (saved under Python parameter names)."""
     path = os.path.join(folder, "saved_model.pb")
     saved = saved_model_pb2.SavedModel()
     with open(path, "rb") as file:
         saved.ParseFromString(file.read())
     for meta in saved.meta_graphs:
         for name, method in methods.items():
-            if name in meta.signature_def:
-                meta.signature_def[name].method_name = method
+            if name not in meta.signature_def:
+                continue
+            signature = meta.signature_def[name]
+            signature.method_name = method
+            for key in keys[name]:
+                if parameter_name(key) != key and parameter_name(key) in signature.inputs:
+                    signature.inputs[key].CopyFrom(signature.inputs.pop(parameter_name(key)))
     with open(path, "wb") as file:
         file.write(saved.SerializeToString())

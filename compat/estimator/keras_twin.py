@@ -7,6 +7,8 @@ A model from `to_keras` saves with Keras' own format; loading it needs these cla
 
 from __future__ import annotations
 
+import keyword
+import re
 from typing import Any
 
 import keras
@@ -16,6 +18,14 @@ import tensorflow as tf
 from compat.core.errors import UserError
 
 _PACKAGE = "compat.estimator"
+
+
+def parameter_name(key: str) -> str:
+    """`key` as a Python parameter name (`class` -> `class_`, `a/b` -> `a_b`): TensorFlow makes a SavedModel
+    signature's input keys its function's parameters, and refuses any other."""
+    name = re.sub(r"\W", "_", key)
+    name = f"_{name}" if name[:1].isdigit() else name
+    return f"{name}_" if keyword.iskeyword(name) or not name else name
 
 
 def as_keras_data(data: Any) -> Any:

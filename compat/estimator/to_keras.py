@@ -31,9 +31,7 @@ Raises ConversionError (a ValueError) naming what is missing when a conversion c
 
 from __future__ import annotations
 
-import keyword
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -47,7 +45,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from compat.core import atomic
 from compat.estimator.base import EstimatorBase
 from compat.estimator.keras_canned import ConversionError
-from compat.estimator.keras_twin import EstimatorModel, ExportSignature
+from compat.estimator.keras_twin import EstimatorModel, ExportSignature, parameter_name
 
 
 def to_keras(
@@ -130,7 +128,9 @@ def from_export(export_dir: str, signature: str | None = None) -> keras.Model:
     specs = loaded.signatures[signature].structured_input_signature[1]
     original = {new: key for key, new in renamed.items()}
     inputs = {
-        original.get(name, name): keras.Input(shape=spec.shape[1:], dtype=spec.dtype.name, name=_identifier(name))
+        original.get(name, name): keras.Input(
+            shape=spec.shape[1:], dtype=spec.dtype.name, name=original.get(name, name).replace("/", "_")
+        )
         for name, spec in specs.items()
     }
     layer = ExportSignature(export_dir, call_endpoint=signature, renamed=renamed)
@@ -162,13 +162,6 @@ def _why_not_native(estimator: EstimatorBase, recipe: Any, feature_dtypes: Mappi
     return f"{article} {kind} has no native Keras counterpart"
 
 
-def _identifier(key: str) -> str:
-    """`key` as a Python parameter name: TensorFlow's loader makes a signature's input keys its function's."""
-    name = re.sub(r"\W", "_", key)
-    name = f"_{name}" if name[:1].isdigit() else name
-    return f"{name}_" if keyword.iskeyword(name) or not name else name
-
-
 def _keyword_safe(export_dir: str) -> tuple[str, dict[str, str]]:
     """`export_dir`, or a copy of it whose signatures' input keys are Python identifiers, with {key: its name
     in the copy}. TensorFlow's loader refuses a whole export with an input key like `class` (a keyword);
@@ -180,8 +173,8 @@ def _keyword_safe(export_dir: str) -> tuple[str, dict[str, str]]:
     renamed: dict[str, str] = {}
     for meta_graph in proto.meta_graphs:
         for signature in meta_graph.signature_def.values():
-            for key in [key for key in signature.inputs if _identifier(key) != key]:
-                renamed[key] = _identifier(key)
+            for key in [key for key in signature.inputs if parameter_name(key) != key]:
+                renamed[key] = parameter_name(key)
                 signature.inputs[renamed[key]].CopyFrom(signature.inputs.pop(key))
     if not renamed:
         return export_dir, {}

@@ -21,17 +21,18 @@ import tensorflow as tf
 ROWS = 160
 
 
-def titanic() -> tuple[dict, np.ndarray]:
-    """The rows: strings, small integers, floats, a feature named `class`; and who survived."""
-    rng = np.random.RandomState(11)
+def titanic(count: int = ROWS, seed: int = 11) -> tuple[dict, np.ndarray]:
+    """`count` rows of the linear tutorial's shape (Titanic): strings, small integers, floats, a feature named
+    `class` (a Python keyword), one value per passenger; and who survived."""
+    rng = np.random.RandomState(seed)
     rows = {
-        "sex": rng.choice(["male", "female"], ROWS),
-        "n_siblings_spouses": rng.randint(0, 5, ROWS).astype("int64"),
-        "class": rng.choice(["First", "Second", "Third"], ROWS),
-        "deck": rng.choice(["A", "B", "C", "D", "unknown"], ROWS),
-        "alone": rng.choice(["y", "n"], ROWS),
-        "age": rng.uniform(0.4, 80, ROWS).round(1),
-        "fare": rng.uniform(5, 200, ROWS),
+        "sex": rng.choice(["male", "female"], count),
+        "n_siblings_spouses": rng.randint(0, 5, count).astype("int64"),
+        "class": rng.choice(["First", "Second", "Third"], count),
+        "deck": rng.choice(["A", "B", "C", "D", "unknown"], count),
+        "alone": rng.choice(["y", "n"], count),
+        "age": rng.uniform(0.4, 80, count).round(1),
+        "fare": rng.uniform(5, 200, count),
     }
     survived = (((rows["sex"] == "female") ^ (rows["age"] > 50)) | (rows["class"] == "First")).astype("int64")
     return rows, survived

@@ -21,7 +21,6 @@ key and value for value:
 from __future__ import annotations
 
 import abc
-import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +28,7 @@ import keras
 import tensorflow as tf
 import tf_keras
 
+from compat.core import tf_internals
 from compat.estimator.canned import optimizers
 from compat.estimator.canned.metric_keys import MetricKeys
 from compat.estimator.export.export_output import ClassificationOutput
@@ -210,15 +210,9 @@ def suffixed(key: str, head_name: str | None) -> str:
     return f"{key}/{head_name}" if head_name else key
 
 
-def fn_args(fn: Callable) -> tuple:
-    """The names `fn` can be called with by keyword (`self` of a bound method left out)."""
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return tuple(name for name, parameter in inspect.signature(fn).parameters.items() if parameter.kind in kinds)
-
-
 def validate_loss_fn_args(loss_fn: Callable) -> None:
     """A custom loss_fn takes `labels` and `logits`, optionally `features` and `loss_reduction`, nothing else."""
-    names = fn_args(loss_fn)
+    names = tf_internals.fn_args(loss_fn)  # as TF 2.15's heads read them
     for required in ("labels", "logits"):
         if required not in names:
             raise ValueError(f"loss_fn must contain argument: {required}. Given arguments: {names}")
@@ -498,7 +492,7 @@ def call_loss_fn(
 
     `features` is passed when loss_fn takes it (e.g. to read per-example data).
     """
-    kwargs = {"features": features} if "features" in fn_args(loss_fn) else {}
+    kwargs = {"features": features} if "features" in tf_internals.fn_args(loss_fn) else {}
     with tf.name_scope("call_loss_fn"):
         loss = loss_fn(labels=labels, logits=logits, **kwargs)
         message = f"loss_fn must return Tensor of shape [D0, D1, ... DN, {expected_loss_dim}]. "
@@ -768,7 +762,6 @@ __all__ = [
     "create_estimator_spec_train_op",
     "create_eval_metrics_tuple",
     "dense_labels",
-    "fn_args",
     "get_weights_and_check_match_logits",
     "label_ids_from_vocabulary",
     "reduced_training_loss",

@@ -8,13 +8,12 @@ and everything else is the Estimator's RunConfig.
 from __future__ import annotations
 
 import collections
-import json
-import os
 import re
 from typing import Any
 
 import tensorflow as tf
 
+from compat.core import tf_config as tf_config_reader
 from compat.estimator.run_config import RunConfig as _RunConfig
 
 # `<N>` steps, or `<N>s`, `<N>m`, `<N>h` of time, N a positive integer (TF 2.15's accepted forms)
@@ -48,10 +47,10 @@ def parse_iterations_per_loop(iterations_per_loop: Any) -> IterationsPerLoop:
 def _tpu_job_name_from_tf_config() -> str | None:
     """TF_CONFIG's `service.tpu_worker_job_name`, where a cluster manager named the TPU job (TF 2.15 read it)."""
     try:
-        tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+        tf_config = tf_config_reader.read()
     except ValueError:
         return None  # RunConfig names what is wrong with TF_CONFIG
-    name = (tf_config.get("service") or {}).get("tpu_worker_job_name") if isinstance(tf_config, dict) else None
+    name = (tf_config.get("service") or {}).get("tpu_worker_job_name")
     if name:
         tf.compat.v1.logging.info("Load TPU job name from TF_CONFIG: %s", name)
     return name
