@@ -70,10 +70,10 @@ def main(argv) -> None:
     for _ in range(FLAGS.rounds):
         times["cache off"].append(seconds_to_read(input_fn(paths)))
         folder = tempfile.mkdtemp(prefix="bench-input-cache-")
-        cache = input_cache.InputCache(input_cache.settings_from(folder))
-        times["first pass"].append(seconds_to_read(cache.wrap(input_fn(paths), "input_fn", "eval")))
-        cache.publish()
-        times["replay"].append(seconds_to_read(cache.wrap(input_fn(paths), "input_fn", "eval")))
+        with input_cache.InputCache(input_cache.settings_from(folder)) as cache:
+            times["first pass"].append(seconds_to_read(cache.wrap(input_fn(paths), "input_fn", "eval")))
+            cache.publish()
+            times["replay"].append(seconds_to_read(cache.wrap(input_fn(paths), "input_fn", "eval")))
         shutil.rmtree(folder, ignore_errors=True)
     medians = {name: statistics.median(wall for wall, _ in values) for name, values in times.items()}
     cpu = {name: statistics.median(used for _, used in values) for name, values in times.items()}

@@ -691,3 +691,22 @@ def test_a_canned_dnn_classifier_program_prints_no_type_inference_dump(tmp_path)
         capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Type inference failed" not in result.stderr, result.stderr[-3000:]
+
+
+def test_a_subclass_written_for_tf_2_15_may_use_the_names_this_package_added(tmp_path):
+    """`engine`, `keras_recipe`, `trained_keras_model` and `strategy` were not TF 2.15's: a subclass that
+    defines its own trains as before, on the graph engine."""
+
+    class Mine(estimator.Estimator):
+        engine = "mine"
+
+        def __init__(self, model_dir):
+            super().__init__(model_fn, str(model_dir), params={})
+            self.strategy = "its own"
+
+        def trained_keras_model(self):
+            return "its own"
+
+    mine = Mine(tmp_path)
+    mine.train(input_fn(), steps=2)
+    assert mine.strategy == "its own" and mine.latest_checkpoint().endswith("-2")

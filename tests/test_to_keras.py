@@ -556,6 +556,14 @@ def test_the_linear_tutorials_two_models_convert_natively_and_take_numpy_strings
         for given in (TITANIC, {key: list(values) for key, values in TITANIC.items()}, pandas.DataFrame(TITANIC)):
             got = loaded.predict(given, verbose=0)["probabilities"]
             np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=name)
+    # it trains on with Keras, the same NumPy strings as training and validation data
+    loaded.compile(keras.optimizers.SGD(1e-4), loss={"logits": keras.losses.BinaryCrossentropy(from_logits=True)})
+    labels = {"logits": SURVIVED.astype("float32")[:, None]}
+    before = [weight.numpy().copy() for weight in loaded.trainable_weights]
+    history = loaded.fit(TITANIC, labels, validation_data=(TITANIC, labels), epochs=2, batch_size=PASSENGERS,
+                         verbose=0)
+    assert len(history.history["val_loss"]) == 2 and np.isfinite(history.history["val_loss"]).all()
+    assert any(not np.array_equal(old, new.numpy()) for old, new in zip(before, loaded.trainable_weights))
 
 
 def test_wide_and_deep_over_hashed_crossed_vocabulary_and_embedding_columns_converts_natively(tmp_path):
@@ -601,6 +609,8 @@ def test_an_export_with_a_keyword_feature_and_float64_placeholders_converts_froz
 
     converted = from_export(export_dir)
     assert converted.trainable_weights == []
+    # TensorFlow's loader refuses the key `class`: the model reads a copy beside the export, inputs renamed
+    assert tf.saved_model.contains_saved_model(export_dir + "-renamed-inputs")
     np.testing.assert_allclose(converted.predict(TITANIC, verbose=0)["probabilities"], expected, rtol=1e-4, atol=1e-4)
     converted.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras", safe_mode=False)
@@ -757,3 +767,16 @@ def test_the_crossed_tutorial_models_keras_export_keeps_its_signature_and_keywor
     assert sorted(proto.meta_graphs[0].signature_def["predict"].inputs) == sorted(TITANIC)
     got = from_export(exported).predict(TITANIC, verbose=0)["probabilities"]
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_input_keys_python_cannot_take_get_distinct_parameter_names():
+    from compat.estimator.keras_twin import parameter_names
+
+    names = parameter_names(["a/b", "a_b", "class", "class_", "x", "1x"])
+    assert names["a_b"] == "a_b" and names["class_"] == "class_" and names["x"] == "x"
+    assert len(set(names.values())) == 6 and all(name.isidentifier() for name in names.values())
+
+
+def test_what_is_not_an_estimator_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="to_keras converts an Estimator of compat.estimator"):
+        estimator.to_keras(object())

@@ -28,10 +28,10 @@ class Patches:
         previous = vars(owner).get(name, _MISSING)
 
         def undo() -> None:
-            if previous is _MISSING:
-                vars(owner).pop(name, None)
-            else:
+            if previous is not _MISSING:
                 setattr(owner, name, previous)
+            elif name in vars(owner):
+                delattr(owner, name)  # by the owner's own means (TensorFlow's module wrappers update their caches)
 
         self._undo.append((part, undo))
         setattr(owner, name, value)

@@ -19,7 +19,7 @@ import random
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import tensorflow as tf
@@ -195,6 +195,14 @@ def per_example(values: dict):
         yield {key: value[index] for key, value in values.items()}
 
 
+class KerasEngineEstimator(Protocol):
+    """What train_and_evaluate reads of an Estimator whose `engine` is "keras" (keras_engine/), besides
+    EstimatorBase's."""
+
+    @property
+    def strategy(self) -> tf.distribute.Strategy | None: ...
+
+
 class EstimatorBase(abc.ABC):
     """The model folder, config and params of an Estimator, and what its checkpoints hold; each engine
     implements train, evaluate, predict and export_saved_model.
@@ -206,16 +214,13 @@ class EstimatorBase(abc.ABC):
         model_to_estimator Estimator, Keras 3 eagerly); train_and_evaluate's cluster training differs.
       keras_recipe: what `to_keras` builds a native Keras model from (a canned class's
         keras_canned.CannedRecipe), else None.
+
+    A Keras-engine Estimator also has `strategy` (KerasEngineEstimator). None of these names was TF 2.15's:
+    a user's subclass that defines one of its own is not refused (estimator.py's override check).
     """
 
     engine: ClassVar[str] = "graph"
     keras_recipe: Any = None
-
-    @property
-    def strategy(self) -> tf.distribute.Strategy | None:
-        """The tf.distribute strategy a Keras-engine Estimator trains under; None for the graph engine, which
-        replicates TF 1's way (RunConfig's train_distribute: replicated.py)."""
-        return None
 
     def trained_keras_model(self, checkpoint_path: str | None = None) -> Any:
         """The Keras model this Estimator trained, with its weights (a model_to_estimator Estimator's), else

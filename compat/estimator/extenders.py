@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from compat.core import tf_internals
+from compat.estimator.base import EstimatorBase
 from compat.estimator.estimator import Estimator
 from compat.estimator.model_fn import ModeKeys
 
@@ -24,6 +25,8 @@ def add_metrics(estimator: Estimator, metric_fn: Callable) -> Estimator:
     unexpected = sorted(args - _METRIC_FN_ARGS)
     if unexpected:
         raise ValueError(f"metric_fn ({metric_fn}) has following not expected args: {unexpected}")
+    if not isinstance(estimator, EstimatorBase):
+        raise TypeError(f"add_metrics extends an Estimator, given {type(estimator).__name__}")
     if estimator.engine == "keras":
         raise TypeError(
             "add_metrics extends an Estimator built from a model_fn (custom or canned); a "

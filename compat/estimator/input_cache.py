@@ -45,6 +45,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import weakref
 from collections.abc import Callable, Iterable
 
@@ -488,21 +489,24 @@ class InputCaches:
     def __init__(self) -> None:
         self._caches: dict[InputCacheSettings, InputCache] = {}
         self._close_at_exit = False
+        self._lock = threading.Lock()  # Estimators made in several threads share one cache per settings
 
     def for_settings(self, settings: InputCacheSettings) -> InputCache:
         """The one cache for `settings`: Estimators made afresh for each call (a common pattern in search
         loops) share what earlier ones wrote."""
-        if not self._close_at_exit:
-            atexit.register(self.close)
-            self._close_at_exit = True
-        if settings not in self._caches:
-            self._caches[settings] = InputCache(settings)
-        return self._caches[settings]
+        with self._lock:
+            if not self._close_at_exit:
+                atexit.register(self.close)
+                self._close_at_exit = True
+            if settings not in self._caches:
+                self._caches[settings] = InputCache(settings)
+            return self._caches[settings]
 
     def close(self) -> None:
-        for cache in self._caches.values():
+        with self._lock:
+            caches, self._caches = list(self._caches.values()), {}
+        for cache in caches:
             cache.close()
-        self._caches.clear()
 
 
 PROCESS_CACHES = InputCaches()
@@ -510,7 +514,8 @@ PROCESS_CACHES = InputCaches()
 
 class InputCache:
     """Rewrites the datasets input_fns return, and publishes the caches whose first pass has finished
-    (`publish`, after each `train` and `evaluate`)."""
+    (`publish`, after each `train` and `evaluate`). Its owner closes it (`close`, or `with InputCache(...)`):
+    Estimators' caches are `PROCESS_CACHES`', closed at the process's end."""
 
     def __init__(self, settings: InputCacheSettings) -> None:
         self._settings = settings
@@ -585,7 +590,7 @@ class InputCache:
         where = "until this process ends" if self._settings.folder is None else "for later runs"
         tf.compat.v1.logging.info(
             "input_fn %s (%s) %s its deterministic stages %s in %s %s%s; "
-            "turn this off with RunConfig(input_cache=False) or %s=0",
+            "turn this off with RunConfig(input_cache=False) (or %s=0 where the RunConfig does not set it)",
             input_fn_name,
             mode,
             verb,
@@ -609,6 +614,12 @@ class InputCache:
                         os.link(os.path.join(temp, name), os.path.join(folder, name))
 
             atomic.publish_folder(final, link)
+
+    def __enter__(self) -> InputCache:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def close(self) -> None:
         """Publishes what finished and removes this process's temporaries (and its temporary root)."""

@@ -220,7 +220,9 @@ def _crossed_values(column: Any, inputs: dict, name: str) -> list:
             raw.append(value if value.dtype == "string" else keras.ops.cast(value, "int64"))
         elif kind(key) == "BucketizedColumn":
             ids.append(_bucket_ids(key, inputs, f"{name}_{index}"))
-        else:
+        elif kind(key) == "IdentityCategoricalColumn":
+            ids.append(_ids(key, inputs, f"{name}_{index}")[0])  # the values are TF's ids
+        else:  # a vocabulary column
             keras_ids, tf_of_keras = _ids(key, inputs, f"{name}_{index}")
             # TF's id for each Keras id (-1 where TF's lookup gave its default: crossed as a value too)
             tf_ids = np.array([-1 if row is None else row for row in tf_of_keras], "int64")

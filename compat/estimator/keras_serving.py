@@ -23,7 +23,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from compat.core import atomic
 from compat.estimator.keras_canned import ConversionError
-from compat.estimator.keras_twin import parameter_name
+from compat.estimator.keras_twin import parameter_names
 
 _CLASSIFY = "tensorflow/serving/classify"
 _REGRESS = "tensorflow/serving/regress"
@@ -61,6 +61,8 @@ def _parsed(serialized: tf.Tensor, parse_spec: dict, model: keras.Model) -> dict
             first = tf.sparse.slice(value, [0, 0], one_each)
             first = tf.SparseTensor(first.indices, first.values, one_each)
             value = tf.sparse.to_dense(first, default_value="" if value.dtype == tf.string else 0)
+        if value.dtype == tf.string and tensor.dtype != tf.string:  # a raw feature a cross reads (as bytes)
+            value = tf.strings.to_number(value, out_type=tensor.dtype)
         features[key] = tf.reshape(tf.cast(value, tensor.dtype), [-1, *tensor.shape[1:]])
     return features
 
@@ -111,11 +113,11 @@ def export_keras_saved_model(model: keras.Model, export_dir_base: str, *, like: 
         raise ConversionError("export_keras_saved_model takes a model to_keras built natively (outputs by name)")
     recipe = estimator.keras_recipe if estimator is not None else None
     columns = (recipe.dnn_columns + recipe.linear_columns) if recipe is not None else ()
-    parse_spec = _parse_spec(columns)
+    parse_spec, why_not = _parse_spec(columns)
     functions, methods, keys = {}, {}, {}
     for name, (method, inputs, outputs) in signatures_of(like).items():
-        functions[name] = _serving_function(model, method, inputs, outputs, parse_spec, recipe, name)
-        methods[name], keys[name] = method, list(inputs)
+        functions[name] = _serving_function(model, method, inputs, outputs, (parse_spec, why_not), recipe, name)
+        methods[name], keys[name] = method, sorted(inputs)
     final = os.path.join(export_dir_base, str(int(time.time())))
     while os.path.exists(final):
         final = os.path.join(export_dir_base, str(int(os.path.basename(final)) + 1))
@@ -130,33 +132,36 @@ def export_keras_saved_model(model: keras.Model, export_dir_base: str, *, like: 
     return atomic.publish_folder(final, build)
 
 
-def _parse_spec(columns: tuple) -> dict | None:
-    """How the columns parse tf.Examples (None without columns, or where TF has no one way: a numeric
-    feature that a cross also reads raw, which TF 2.15 could not export parsing either)."""
+def _parse_spec(columns: tuple) -> tuple[dict | None, str]:
+    """How the columns parse tf.Examples, and else why not: no columns given, or no one way (a numeric
+    feature that a cross also reads raw: TF 2.15 could not export it parsing tf.Examples either)."""
+    if not columns:
+        return None, "pass estimator= (its feature columns)"
     try:
-        return tf.feature_column.make_parse_example_spec(columns) if columns else None
-    except ValueError:
-        return None
+        return tf.feature_column.make_parse_example_spec(columns), ""
+    except ValueError as error:
+        return None, f"its feature columns do not parse tf.Examples ({error})"
 
 
 def _serving_function(
-    model: keras.Model, method: str, inputs: dict, outputs: list, parse_spec: Any, recipe: Any, name: str
+    model: keras.Model, method: str, inputs: dict, outputs: list, parsing: tuple, recipe: Any, name: str
 ) -> Any:
-    """One signature's concrete function over the Keras model."""
+    """One signature's concrete function over the Keras model (`parsing`: `_parse_spec`'s answer)."""
+    parse_spec, why_not = parsing
     keys = sorted(inputs)
     baseline = list(model.input) == ["batch"]  # a Baseline's model reads only how many examples come
     examples = len(keys) == 1 and inputs[keys[0]].dtype == tf.string and keys[0] not in model.input
     if examples and parse_spec is None and not baseline:
-        raise ConversionError(f"signature '{name}' parses tf.Examples: pass estimator= (its feature columns)")
+        raise ConversionError(f"signature '{name}' parses tf.Examples: {why_not}")
     missing = [key for key in model.input if not (examples or baseline) and key not in inputs]
     if missing:
         raise ConversionError(f"signature '{name}' gives no {missing}, which the Keras model reads")
     vocabulary = recipe.label_vocabulary if recipe is not None else None
 
     # named as Python parameters (`class` -> `class_`); `_set_signature_details` gives back the keys
-    @tf.function(
-        input_signature=[tf.TensorSpec(inputs[key].shape, inputs[key].dtype, parameter_name(key)) for key in keys]
-    )
+    names = parameter_names(keys)
+
+    @tf.function(input_signature=[tf.TensorSpec(inputs[key].shape, inputs[key].dtype, names[key]) for key in keys])
     def serve(*tensors: tf.Tensor) -> dict:
         given = dict(zip(keys, tensors))
         if baseline:
@@ -187,8 +192,8 @@ def _set_signature_details(folder: str, methods: dict[str, str], keys: dict[str,
                 continue
             signature = meta.signature_def[name]
             signature.method_name = method
-            for key in keys[name]:
-                if parameter_name(key) != key and parameter_name(key) in signature.inputs:
-                    signature.inputs[key].CopyFrom(signature.inputs.pop(parameter_name(key)))
+            for key, parameter in parameter_names(keys[name]).items():
+                if parameter != key and parameter in signature.inputs:
+                    signature.inputs[key].CopyFrom(signature.inputs.pop(parameter))
     with open(path, "wb") as file:
         file.write(saved.SerializeToString())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import keras
@@ -26,6 +27,22 @@ def parameter_name(key: str) -> str:
     name = re.sub(r"\W", "_", key)
     name = f"_{name}" if name[:1].isdigit() else name
     return f"{name}_" if keyword.iskeyword(name) or not name else name
+
+
+def parameter_names(keys: Iterable[str]) -> dict[str, str]:
+    """{key: a distinct parameter name}: a key that is one keeps it, the others get `parameter_name`'s,
+    with `_` added while another key has it (`a/b` and `a_b`, `class` and `class_`)."""
+    keys = list(keys)
+    taken = {key for key in keys if parameter_name(key) == key}
+    names = {}
+    for key in keys:
+        name = parameter_name(key)
+        if name != key:
+            while name in taken:
+                name += "_"
+            taken.add(name)
+        names[key] = name
+    return names
 
 
 def as_keras_data(data: Any) -> Any:
@@ -68,6 +85,9 @@ class EstimatorModel(keras.Model):
                 "export's graph gives no gradients); train layers of your own on its outputs, or convert the "
                 "Estimator natively"
             )
+        validation = kwargs.get("validation_data")
+        if isinstance(validation, tuple | list) and validation:
+            kwargs["validation_data"] = (self._data(validation[0]), *validation[1:])
         return super().fit(self._data(x), y, *args, **kwargs)
 
     def evaluate(self, x: Any = None, y: Any = None, *args: Any, **kwargs: Any) -> Any:

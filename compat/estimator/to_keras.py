@@ -45,7 +45,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from compat.core import atomic
 from compat.estimator.base import EstimatorBase
 from compat.estimator.keras_canned import ConversionError
-from compat.estimator.keras_twin import EstimatorModel, ExportSignature, parameter_name
+from compat.estimator.keras_twin import EstimatorModel, ExportSignature, parameter_names
 
 
 def to_keras(
@@ -84,6 +84,11 @@ def to_keras(
     """
     if isinstance(estimator, str | os.PathLike):
         estimator = _folder_estimator(os.fspath(estimator), keras_model)
+    if not isinstance(estimator, EstimatorBase):
+        raise ConversionError(
+            f"to_keras converts an Estimator of compat.estimator (or a model_to_estimator folder with "
+            f"keras_model=), given {type(estimator).__name__}"
+        )
     recipe = estimator.keras_recipe
     why_not = _why_not_native(estimator, recipe, feature_dtypes)
     if portable and why_not is not None:
@@ -164,31 +169,50 @@ def _why_not_native(estimator: EstimatorBase, recipe: Any, feature_dtypes: Mappi
 
 def _keyword_safe(export_dir: str) -> tuple[str, dict[str, str]]:
     """`export_dir`, or a copy of it whose signatures' input keys are Python identifiers, with {key: its name
-    in the copy}. TensorFlow's loader refuses a whole export with an input key like `class` (a keyword);
-    the copy is written to a new temporary folder (logged) that the model reads from then on."""
+    in the copy}. TensorFlow's loader refuses a whole export with an input key like `class` (a keyword).
+    The copy is `<export_dir>-renamed-inputs` (its files hard links where the file system allows; made once,
+    whole or not at all), else a new temporary folder; the model reads it from then on, which a warning says."""
     path = os.path.join(export_dir, "saved_model.pb")
     if not tf.io.gfile.exists(path):
         return export_dir, {}
     proto = saved_model_pb2.SavedModel.FromString(tf.io.gfile.GFile(path, "rb").read())
-    renamed: dict[str, str] = {}
-    for meta_graph in proto.meta_graphs:
-        for signature in meta_graph.signature_def.values():
-            for key in [key for key in signature.inputs if parameter_name(key) != key]:
-                renamed[key] = parameter_name(key)
-                signature.inputs[renamed[key]].CopyFrom(signature.inputs.pop(key))
+    signatures = [signature for meta_graph in proto.meta_graphs for signature in meta_graph.signature_def.values()]
+    names = parameter_names(sorted({key for signature in signatures for key in signature.inputs}))
+    renamed = {key: name for key, name in names.items() if name != key}
     if not renamed:
         return export_dir, {}
-    copy = tempfile.mkdtemp(prefix="to_keras-renamed-")
-    shutil.copytree(export_dir, copy, dirs_exist_ok=True)
-    with open(os.path.join(copy, "saved_model.pb"), "wb") as file:  # a new folder nothing reads yet
-        file.write(proto.SerializeToString())
-    tf.compat.v1.logging.info(
-        "to_keras: %s names inputs %s; the Keras model reads a copy with them renamed, %s; keep that folder",
+    for signature in signatures:
+        for key in [key for key in signature.inputs if key in renamed]:
+            signature.inputs[renamed[key]].CopyFrom(signature.inputs.pop(key))
+
+    def build(folder: str) -> None:
+        shutil.copytree(export_dir, folder, dirs_exist_ok=True, copy_function=_link_or_copy)
+        os.remove(os.path.join(folder, "saved_model.pb"))  # a link to the original: not written through
+        with open(os.path.join(folder, "saved_model.pb"), "wb") as file:
+            file.write(proto.SerializeToString())
+
+    copy = os.path.normpath(export_dir) + "-renamed-inputs"
+    if not tf.saved_model.contains_saved_model(copy):
+        try:
+            atomic.publish_folder(copy, build)
+        except OSError:  # the export's folder is read-only: a temporary one
+            copy = tempfile.mkdtemp(prefix="to_keras-renamed-")
+            build(copy)
+    tf.compat.v1.logging.warning(
+        "to_keras: %s names inputs %s that Python cannot take as parameters; the Keras model reads %s, a copy "
+        "with them renamed (its inputs keep their names): keep that folder",
         export_dir,
         sorted(renamed),
         copy,
     )
     return copy, renamed
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def _reader(estimator: Any, checkpoint_path: str | None) -> tf.train.CheckpointReader:
@@ -242,9 +266,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"to_keras: {error}", file=sys.stderr)
         return 2
     atomic.write_file(out, model.save)
+    reads = next(layer.filepath for layer in model.layers if isinstance(layer, ExportSignature))
     print(
         f"{out}: the export {export_dir}'s serving signature as a Keras model (inputs {sorted(model.input)}); "
-        "it reads that export, so keep the folder. Load it after `import compat.estimator.to_keras` with "
+        f"it reads {reads}, so keep that folder. Load it after `import compat.estimator.to_keras` with "
         "keras.saving.load_model(path, safe_mode=False), as Keras asks for a layer over a SavedModel"
     )
     return 0

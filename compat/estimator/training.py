@@ -28,13 +28,13 @@ import collections
 import os
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 import tensorflow as tf
 
 from compat.core import tf_internals
 from compat.estimator import replicated
-from compat.estimator.base import EstimatorBase
+from compat.estimator.base import EstimatorBase, KerasEngineEstimator
 from compat.estimator.estimator import Estimator
 from compat.estimator.exporter import Exporter
 from compat.estimator.ps_watch import ParameterServerWatch, reachable
@@ -254,7 +254,7 @@ def _train_with_a_coordinator(estimator: EstimatorBase, train_spec: TrainSpec, e
             "The chief ended (its newest checkpoint: %s): so does this worker.", estimator.latest_checkpoint()
         )
         return
-    if not strategies.is_parameter_server(estimator.strategy):
+    if not strategies.is_parameter_server(cast(KerasEngineEstimator, estimator).strategy):
         raise strategies.UnsupportedStrategyError(
             "TF_CONFIG names ps tasks, but this model_to_estimator Estimator was given another strategy "
             "(RunConfig.train_distribute): its chief would train alone. Leave train_distribute unset: on the chief "

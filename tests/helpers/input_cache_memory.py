@@ -47,6 +47,7 @@ for _ in range(2):
         checksum += float(element[0])
         peak = max(peak, resident_bytes())
     cache.publish()
+cache.close()  # its temporary folders go; what was published stays
 # what was published (temporary folders start with "."; the published files are hard links to theirs)
 published = [] if folder in ("off", "memory") else [entry for entry in os.listdir(folder) if not entry.startswith(".")]
 cached_bytes = sum(
