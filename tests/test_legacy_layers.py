@@ -97,14 +97,17 @@ def test_a_tf_2_15_folder_of_a_model_fn_with_keras_dense_and_dropout_restores_an
 
 
 def test_tf_compat_v1_layers_are_tf_kerass_until_uninstall():
+    from compat.core import tf_internals
+
+    # as importing compat.estimator after TensorFlow, or its first name, does (another test file may have
+    # imported compat.estimator before TensorFlow in this process)
+    tf_internals.install()
     with tf.Graph().as_default():
         out = tf.compat.v1.layers.dense(tf.zeros([2, 3]), 4, name="projection")
         assert out.shape == [2, 4] and tf.compat.v1.global_variables()[0].name == "projection/kernel:0"
         tf.compat.v1.layers.batch_normalization(out, training=True)
         assert len(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)) == 2
         assert tf.compat.v1.nn.rnn_cell.LSTMCell(3).state_size.c == 3
-    from compat.core import tf_internals
-
     estimator.uninstall()  # undoes what importing compat.estimator did too
     try:
         with pytest.raises(AttributeError, match="not available with Keras 3"):

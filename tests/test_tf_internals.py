@@ -77,6 +77,7 @@ def test_v1_iterators_give_their_dataset_only_inside_the_block():
 
 
 def test_uninstall_puts_tensorflows_own_names_back():
+    tf_internals.install()  # as importing compat.estimator after TensorFlow does (idempotent)
     installed = (tf.compat.v1.layers, tf.compat.v1.data.make_one_shot_iterator)
     PATCHES.undo()  # what importing compat.estimator changed (and install(), where a test left it installed)
     try:
