@@ -82,13 +82,7 @@ def to_keras(
       ConversionError (a ValueError): a folder without `keras_model`, an Estimator that needs a
         receiver and got none, or `portable` for an Estimator that has no native conversion.
     """
-    if isinstance(estimator, str | os.PathLike):
-        estimator = _folder_estimator(os.fspath(estimator), keras_model)
-    if not isinstance(estimator, EstimatorBase):
-        raise ConversionError(
-            f"to_keras converts an Estimator of compat.estimator (or a model_to_estimator folder with "
-            f"keras_model=), given {type(estimator).__name__}"
-        )
+    estimator = _estimator_of(estimator, keras_model)
     recipe = estimator.keras_recipe
     why_not = _why_not_native(estimator, recipe, feature_dtypes)
     if portable and why_not is not None:
@@ -140,6 +134,18 @@ def from_export(export_dir: str, signature: str | None = None) -> keras.Model:
     }
     layer = ExportSignature(export_dir, call_endpoint=signature, renamed=renamed)
     return EstimatorModel(inputs, layer(inputs), name="estimator_export")
+
+
+def _estimator_of(given: Any, keras_model: keras.Model | None) -> EstimatorBase:
+    """The Estimator `to_keras` was given, or the model_to_estimator Estimator of a folder given by path."""
+    if isinstance(given, str | os.PathLike):
+        return _folder_estimator(os.fspath(given), keras_model)
+    if not isinstance(given, EstimatorBase):
+        raise ConversionError(
+            f"to_keras converts an Estimator of compat.estimator (or a model_to_estimator folder with "
+            f"keras_model=), given {type(given).__name__}"
+        )
+    return given
 
 
 def _folder_estimator(folder: str, keras_model: keras.Model | None) -> EstimatorBase:
