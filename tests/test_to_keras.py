@@ -416,9 +416,13 @@ def test_every_canned_class_becomes_native_keras_with_its_predictions_on_held_ou
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True) if classifier else "mse"
     trainable.compile(keras.optimizers.SGD(0.05), loss=loss)
     before = trainable.evaluate(inputs(train), labels[:200], batch_size=200, verbose=0)
+    weights = [weight.numpy().copy() for weight in trainable.trainable_weights]
     trainable.fit(inputs(train), labels[:200], batch_size=200, epochs=5, shuffle=False, verbose=0)
     after = trainable.evaluate(inputs(train), labels[:200], batch_size=200, verbose=0)
-    assert after < before, (before, after)
+    # the weights move and the loss does not rise (a Baseline's bias may already sit at the optimum, where
+    # five small steps change the loss by less than float32 shows)
+    assert any(not np.array_equal(old, new.numpy()) for old, new in zip(weights, trainable.trainable_weights))
+    assert after <= before, (before, after)
 
 
 def _signature_defs(export_dir: str) -> dict:
