@@ -216,7 +216,6 @@ def install() -> None:
     _prepare()
     if PATCHES.made_by(_PART):
         return
-    from compat.estimator import legacy_modules
     from compat.estimator import v1 as estimator_v1
     from compat.estimator.dense_features import DenseFeatures
     from compat.estimator.keras_engine import model_to_estimator
@@ -239,15 +238,19 @@ def install() -> None:
     ]
     for owner, name, value in names:
         PATCHES.set_attribute(_PART, owner, name, value)
-    _serve_tf_2_15_module_paths(tf, legacy_modules, this, estimator_v1, keras_estimator)
+    _serve_tf_2_15_module_paths(keras_estimator)
 
 
-def _serve_tf_2_15_module_paths(tf: Any, legacy_modules: Any, this: Any, estimator_v1: Any, keras: Any) -> None:
+def _serve_tf_2_15_module_paths(keras_estimator: types.SimpleNamespace) -> None:
     """TF 2.15's module paths (`tensorflow_estimator.*`, `tensorflow.python.estimator.*`): legacy_modules.py's
-    finder, and `from tensorflow.estimator import DNNClassifier` (and the v1 and Keras spellings), which
-    imports them as modules as TF 2.15's lazily loaded packages allowed: the import system finds them in
-    sys.modules."""
+    finder, and `from tensorflow.estimator import DNNClassifier` (and the v1 and Keras spellings, the latter
+    `keras_estimator`, the namespace install() set), which imports them as modules as TF 2.15's lazily
+    loaded packages allowed: the import system finds them in sys.modules."""
+    import tensorflow as tf
+
     from compat.core.patches import PATCHES
+    from compat.estimator import legacy_modules
+    from compat.estimator import v1 as estimator_v1
 
     python = sys.modules["tensorflow.python"]
     # `tensorflow.python.estimator` is bound by the import system on first import: removed on undo
@@ -261,9 +264,9 @@ def _serve_tf_2_15_module_paths(tf: Any, legacy_modules: Any, this: Any, estimat
     PATCHES.add_undo(_PART, remove_finder)
     legacy_modules.insert_finder(legacy_modules.LegacyFinder())
     for module_name, value in (
-        ("tensorflow.estimator", this),
+        ("tensorflow.estimator", sys.modules[__name__]),
         ("tensorflow.compat.v1.estimator", estimator_v1),
-        ("tensorflow.keras.estimator", keras),
+        ("tensorflow.keras.estimator", keras_estimator),
         # a later `import tensorflow.keras.layers` finds tf.keras.layers (with DenseFeatures), not a new copy
         *((("tensorflow.keras.layers", tf.keras.layers),) if "tensorflow.keras.layers" not in sys.modules else ()),
     ):

@@ -46,7 +46,7 @@ from compat.estimator.keras_twin import CrossedHashing
 _VOCABULARY = ("VocabularyListCategoricalColumn", "VocabularyFileCategoricalColumn")
 _CATEGORICAL = (*_VOCABULARY, "IdentityCategoricalColumn", "HashedCategoricalColumn", "CrossedColumn")
 # The dtype `inputs_of` gives a raw feature a cross reads: the feature's other columns', or `feature_dtypes`'.
-CROSSED_RAW = "crossed raw feature"
+_CROSSED_RAW = "crossed raw feature"
 
 
 def kind(column: Any) -> str:
@@ -111,7 +111,7 @@ def converts(column: Any, linear: bool) -> bool:
 
 def inputs_of(column: Any) -> dict[str, tuple[tuple[int, ...], str]]:
     """The Keras Inputs a column reads: {feature key: (shape, dtype)}. Categorical features hold one value
-    per example; a crossed column's raw keys have the dtype CROSSED_RAW (see `input_specs`)."""
+    per example; a crossed column's raw keys have the dtype _CROSSED_RAW (see `input_specs`)."""
     name = kind(column)
     if name == "NumericColumn":
         return {column.key: (tuple(column.shape), column.dtype.name)}
@@ -122,7 +122,7 @@ def inputs_of(column: Any) -> dict[str, tuple[tuple[int, ...], str]]:
     if name == "CrossedColumn":
         specs: dict[str, tuple[tuple[int, ...], str]] = {}
         for key in _leaf_keys(column):
-            specs.update({key: ((1,), CROSSED_RAW)} if isinstance(key, str) else inputs_of(key))
+            specs.update({key: ((1,), _CROSSED_RAW)} if isinstance(key, str) else inputs_of(key))
         return specs
     dtype = "int64" if name == "IdentityCategoricalColumn" else column.dtype.name
     return {column.key: ((1,), dtype)}
@@ -137,13 +137,13 @@ def input_specs(columns: Any, feature_dtypes: Mapping[str, str] | None = None) -
         for key, spec in inputs_of(column).items():
             specs.setdefault(key, set()).add(spec)
     for key, seen in specs.items():
-        if ((1,), CROSSED_RAW) not in seen:
+        if ((1,), _CROSSED_RAW) not in seen:
             continue
-        seen.discard(((1,), CROSSED_RAW))
+        seen.discard(((1,), _CROSSED_RAW))
         if not seen:
             seen.add(((1,), (feature_dtypes or {}).get(key, "string")))
         elif {shape for shape, _ in seen} != {(1,)}:
-            seen.add(((1,), CROSSED_RAW))  # a cross of a multi-valued feature: refused as two kinds
+            seen.add(((1,), _CROSSED_RAW))  # a cross of a multi-valued feature: refused as two kinds
     return specs
 
 

@@ -23,7 +23,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from compat.core import atomic
 from compat.estimator.keras_canned import ConversionError
-from compat.estimator.keras_twin import parameter_names
+from compat.estimator.keras_twin import parameter_names, rename_inputs
 
 _CLASSIFY = "tensorflow/serving/classify"
 _REGRESS = "tensorflow/serving/regress"
@@ -192,8 +192,6 @@ def _set_signature_details(folder: str, methods: dict[str, str], keys: dict[str,
                 continue
             signature = meta.signature_def[name]
             signature.method_name = method
-            for key, parameter in parameter_names(keys[name]).items():
-                if parameter != key and parameter in signature.inputs:
-                    signature.inputs[key].CopyFrom(signature.inputs.pop(parameter))
+            rename_inputs(signature, {parameter: key for key, parameter in parameter_names(keys[name]).items()})
     with open(path, "wb") as file:
         file.write(saved.SerializeToString())

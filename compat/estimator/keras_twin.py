@@ -45,12 +45,17 @@ def parameter_names(keys: Iterable[str]) -> dict[str, str]:
     return names
 
 
+def rename_inputs(signature: Any, names: dict[str, str]) -> None:
+    """Renames a SavedModel SignatureDef's input keys in place: {current key: new key}."""
+    for key in [key for key in signature.inputs if names.get(key, key) != key]:
+        signature.inputs[names[key]].CopyFrom(signature.inputs.pop(key))
+
+
 def as_keras_data(data: Any) -> Any:
     """What Estimator users fed an input_fn, as Keras' data adapters take it: NumPy arrays of strings and
     bytes (Keras knows no such dtype) and pandas columns of them as string tensors, lists as arrays, a
-    DataFrame as its columns; other
-    values (arrays of numbers, tensors, datasets) unchanged. Only on the TensorFlow backend, the one that
-    has string tensors."""
+    DataFrame as its columns; other values (arrays of numbers, tensors, datasets) unchanged. Only on the
+    TensorFlow backend, the one that has string tensors."""
     if hasattr(data, "columns") and hasattr(data, "items"):  # a pandas DataFrame: its columns by name
         data = dict(data.items())
     if isinstance(data, dict):

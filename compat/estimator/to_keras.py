@@ -45,7 +45,8 @@ from tensorflow.core.protobuf import saved_model_pb2
 from compat.core import atomic
 from compat.estimator.base import EstimatorBase
 from compat.estimator.keras_canned import ConversionError
-from compat.estimator.keras_twin import EstimatorModel, ExportSignature, parameter_names
+from compat.estimator.keras_serving import signatures_of
+from compat.estimator.keras_twin import EstimatorModel, ExportSignature, parameter_names, rename_inputs
 
 
 def to_keras(
@@ -118,13 +119,14 @@ def from_export(export_dir: str, signature: str | None = None) -> keras.Model:
         ConversionError: no such signature, or several and none named.
     """
     export_dir, renamed = _keyword_safe(export_dir)
-    loaded = tf.saved_model.load(export_dir)
-    names = sorted(loaded.signatures)
+    # the names from the SavedModel's proto (the layer below loads the export itself, once)
+    names = sorted(name for name in signatures_of(export_dir) if not name.startswith("__"))
     if signature is None:
         signature = "serving_default" if "serving_default" in names or len(names) != 1 else names[0]
-    if signature not in loaded.signatures:
+    if signature not in names:
         raise ConversionError(f"{export_dir} has no signature '{signature}'; it has {names}: name one (signature=NAME)")
-    specs = loaded.signatures[signature].structured_input_signature[1]
+    layer = ExportSignature(export_dir, call_endpoint=signature, renamed=renamed)
+    specs = layer.call_endpoint_fn.structured_input_signature[1]
     original = {new: key for key, new in renamed.items()}
     inputs = {
         original.get(name, name): keras.Input(
@@ -132,7 +134,6 @@ def from_export(export_dir: str, signature: str | None = None) -> keras.Model:
         )
         for name, spec in specs.items()
     }
-    layer = ExportSignature(export_dir, call_endpoint=signature, renamed=renamed)
     return EstimatorModel(inputs, layer(inputs), name="estimator_export")
 
 
@@ -188,8 +189,7 @@ def _keyword_safe(export_dir: str) -> tuple[str, dict[str, str]]:
     if not renamed:
         return export_dir, {}
     for signature in signatures:
-        for key in [key for key in signature.inputs if key in renamed]:
-            signature.inputs[renamed[key]].CopyFrom(signature.inputs.pop(key))
+        rename_inputs(signature, renamed)
 
     def build(folder: str) -> None:
         shutil.copytree(export_dir, folder, dirs_exist_ok=True, copy_function=_link_or_copy)
