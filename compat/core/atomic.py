@@ -200,6 +200,15 @@ def remove_abandoned_temporaries(parent: str, *, all_dead: bool = False) -> list
     return removed
 
 
+def link_or_copy(source: str, target: str) -> None:
+    """`target` as a hard link to `source` (no second copy of the bytes; a writer may go on reading
+    `source`), or a copy on a file system without hard links."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
 def probe_writable(folder: str) -> None:
     """Writes and removes one empty file of a name no other process has in `folder`.
 

@@ -43,7 +43,6 @@ import json
 import math
 import os
 import re
-import shutil
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -180,11 +179,7 @@ def _publish(temp: str, final: str, meta: dict) -> None:
     def link_files(folder: str) -> None:
         for name in os.listdir(temp):
             if name.startswith(_SEGMENT_PREFIX):
-                source, target = os.path.join(temp, name), os.path.join(folder, name)
-                try:
-                    os.link(source, target)
-                except OSError:  # a file system without hard links
-                    shutil.copyfile(source, target)
+                atomic.link_or_copy(os.path.join(temp, name), os.path.join(folder, name))
         meta["files"] = {
             name: _size_and_crc(os.path.join(folder, name))
             for name in sorted(os.listdir(folder))

@@ -192,7 +192,7 @@ def _keyword_safe(export_dir: str) -> tuple[str, dict[str, str]]:
         rename_inputs(signature, renamed)
 
     def build(folder: str) -> None:
-        shutil.copytree(export_dir, folder, dirs_exist_ok=True, copy_function=_link_or_copy)
+        shutil.copytree(export_dir, folder, dirs_exist_ok=True, copy_function=atomic.link_or_copy)
         os.remove(os.path.join(folder, "saved_model.pb"))  # a link to the original: not written through
         with open(os.path.join(folder, "saved_model.pb"), "wb") as file:
             file.write(proto.SerializeToString())
@@ -212,13 +212,6 @@ def _keyword_safe(export_dir: str) -> tuple[str, dict[str, str]]:
         copy,
     )
     return copy, renamed
-
-
-def _link_or_copy(source: str, target: str) -> None:
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)
 
 
 def _reader(estimator: Any, checkpoint_path: str | None) -> tf.train.CheckpointReader:
