@@ -55,11 +55,13 @@ _LEGACY_MODULES = (  # (attribute path below tf.compat.v1, the tf_keras module T
 )
 _PART = "import"  # the changes importing compat.estimator makes (compat/core/patches.py)
 _default_training: contextvars.ContextVar[bool | None] = contextvars.ContextVar("keras_training_default", default=None)
+_called_layers: contextvars.ContextVar[list | None] = contextvars.ContextVar("keras_layers_called", default=None)
 
 
 def _mode_call_context(base: type) -> type:
     """Keras 3 starts a `CallContext` for each outermost layer call; this one starts with the `training`
-    value that `keras_training_default` set, where one is set (elsewhere it is Keras' own)."""
+    value that `keras_training_default` set, where one is set (elsewhere it is Keras' own), and tells
+    `keras_layers_called` which layer the call entered."""
 
     class ModeCallContext(base):
         def __init__(self, entry_layer):
@@ -67,6 +69,9 @@ def _mode_call_context(base: type) -> type:
             training = _default_training.get()
             if training is not None:
                 self.set_value("training", training)
+            called = _called_layers.get()
+            if called is not None:
+                called.append(entry_layer)
 
     return ModeCallContext
 
@@ -179,7 +184,30 @@ def keras_training_default(training: bool) -> Iterator[None]:
         _default_training.reset(token)
 
 
+@contextlib.contextmanager
+def keras_layers_called() -> Iterator[list]:
+    """The outermost Keras 3 layers (and models) called in this block, in call order, in a list filled as
+    they are called. A Keras 3 layer keeps no list of the state updates it makes (Keras 2's `layer.updates`):
+    its variables are how the Estimator tells those updates from assignments the program made itself."""
+    called: list = []
+    token = _called_layers.set(called)
+    try:
+        yield called
+    finally:
+        _called_layers.reset(token)
+
+
 # -- private names of TensorFlow and Keras, each behind one function -------------------
+
+
+def keras_state_variables(layers) -> list:
+    """The TensorFlow variables behind the non-trainable state of Keras 3 `layers` (batch norm's moving
+    statistics, the seed generators' states), each replica's copy of a replicated one included."""
+    state = []
+    for layer in layers:
+        for variable in layer.non_trainable_variables:
+            state.extend(copies(getattr(variable, "_value", variable)))  # a Keras 3 Variable wraps a tf.Variable
+    return state
 
 
 def serves_in_process(strategy: Any) -> bool:

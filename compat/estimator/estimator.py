@@ -149,27 +149,23 @@ def _ancestors(roots: Iterable) -> set[str]:
     return seen
 
 
-def _state_updates_nothing_runs(graph: tf.Graph, first_op: int, spec: EstimatorSpec) -> list:
-    """Assignments to non-trainable variables made while the model_fn ran, that no fetch of the spec runs.
+def _state_updates_nothing_runs(graph: tf.Graph, first_op: int, spec: EstimatorSpec, keras_layers: list) -> list:
+    """The state updates that the Keras 3 layers a model_fn called made, that no fetch of the spec runs.
 
-    These are the state updates Keras 3 layers make in a graph (batch norm's
-    moving statistics, dropout's seed generator): Keras 3 keeps no list of them,
-    and in a graph an op nothing depends on never runs. Updates a model_fn
-    collected in UPDATE_OPS (tf.compat.v1.layers) stay the model_fn's to run,
-    as in TF 2.15; variable initializers are not updates.
+    Keras 3 layers update state in a graph (batch norm's moving statistics,
+    dropout's seed generator) with ops nothing depends on, and keep no list of
+    them, where TF 2.15's Keras 2 layers kept `layer.updates`: so these, and only
+    these, join the training step. Every other assignment is the program's own
+    (a hook's `run_context.session.run`, a scaffold's init_fn, a second train op)
+    and runs when the program runs it, as in TF 2.15. Updates a model_fn collected
+    in UPDATE_OPS stay the model_fn's to run; variable initializers are not updates.
     """
+    if not keras_layers:
+        return []
     candidates = [op for op in graph.get_operations()[first_op:] if op.type in _ASSIGNMENTS]
     if not candidates:
         return []
-    global_step = _v1.train.get_global_step(graph)
-    # a replicated variable (a model_fn under train_distribute) is one variable a replica, each initialized alone
-    variables = [
-        copy
-        for v in _v1.global_variables()
-        if not v.trainable and v is not global_step
-        for copy in tf_internals.copies(v)
-    ]
-    handles = {v.handle.name for v in variables if hasattr(v, "handle")}
+    handles = {v.handle.name for v in tf_internals.keras_state_variables(keras_layers) if hasattr(v, "handle")}
     initializers = {
         copy.initializer.name for v in _v1.global_variables() + _v1.local_variables() for copy in tf_internals.copies(v)
     }
@@ -351,7 +347,11 @@ class Estimator(EstimatorBase):
         graph = _v1.get_default_graph()
         first_op = len(graph.get_operations())
         tf.compat.v1.logging.info("Calling model_fn.")
-        with tf_internals.keras_training_default(mode == ModeKeys.TRAIN), seeded_python_random(config.tf_random_seed):
+        with (
+            tf_internals.keras_training_default(mode == ModeKeys.TRAIN),
+            tf_internals.keras_layers_called() as keras_layers,
+            seeded_python_random(config.tf_random_seed),
+        ):
             spec = self._model_fn(features=features, **kwargs)
         tf.compat.v1.logging.info("Done calling model_fn.")
         if not isinstance(spec, EstimatorSpec):
@@ -359,7 +359,7 @@ class Estimator(EstimatorBase):
                 f"model_fn should return an EstimatorSpec. It returned {type(spec).__name__} in {mode} mode"
             )
         if mode == ModeKeys.TRAIN and spec.train_op is not None:
-            updates = _state_updates_nothing_runs(graph, first_op, spec)
+            updates = _state_updates_nothing_runs(graph, first_op, spec, keras_layers)
             if updates:
                 spec = spec._replace(train_op=tf.group(spec.train_op, *updates))
         _keep_seed_states_out_of_checkpoints(graph)

@@ -126,7 +126,7 @@ class Evaluation(KerasEngine):
     ) -> dict:
         """Evaluation batch by batch, calling Keras callbacks' test methods and SessionRunHooks."""
         one_batch = tf.function(self._evaluate_one_batch, reduce_retracing=True)
-        runner = HookRunner(session_hooks) if session_hooks else None
+        runner = HookRunner(session_hooks, training=False) if session_hooks else None
         self._model.reset_metrics()
         for callback in callbacks:
             callback.set_model(self._model)

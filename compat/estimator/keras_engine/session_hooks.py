@@ -47,11 +47,13 @@ class _StepSession:
 
 
 class HookRunner:
-    """Runs SessionRunHooks around the Keras engine's steps."""
+    """Runs SessionRunHooks around the Keras engine's steps: training steps (each advances the global step)
+    or, with `training=False`, evaluation batches (the global step stays the checkpoint's)."""
 
-    def __init__(self, hooks: Sequence):
+    def __init__(self, hooks: Sequence, training: bool = True):
         refuse_unsupported(hooks)
         self.hooks = list(hooks)
+        self.training = training
         self.graph = tf.Graph()
         with self.graph.as_default():
             self.global_step = tf.compat.v1.train.get_or_create_global_step()
@@ -100,7 +102,7 @@ class HookRunner:
 
     def after_step(self, loss: float) -> bool:
         """Calls after_run with what each hook asked for; True when one requested a stop."""
-        self.loss_value, self.current_step = loss, self.step + 1
+        self.loss_value, self.current_step = loss, self.step + int(self.training)
         stop = False
         with self.graph.as_default():
             for hook, context, args in self._pending:
