@@ -259,3 +259,18 @@ def test_fix_comments_above_the_statement_and_keeps_the_files_mode(tmp_path):
     assert lines[-3].startswith(check.FIX_COMMENT) and lines[-2] == "value = 1 + \\"
     compile(program.read_text(), str(program), "exec")  # still Python
     assert (program.stat().st_mode & 0o777) == 0o755
+
+
+def test_every_spelling_of_tf_2_15s_namespaces_is_checked_as_the_name_it_is():
+    """`tf.compat.v2.estimator` is `tf.estimator`, `tf.compat.v2.compat.v1.layers` is `tf.compat.v1.layers`
+    (install() gives each spelling, compat/core/tf_namespaces.py); a TF 1.x name stays refused by any spelling."""
+    source = ("import tensorflow.compat.v2 as tf\nimport tensorflow as tf_\n"
+              "est = tf.estimator.Estimator\nlayer = tf.compat.v1.layers.dense\n"
+              "v1 = tf_.compat.v2.compat.v1.estimator.LinearClassifier\nspec = tf_.compat.v1.compat.v2.estimator.EstimatorSpec\n"
+              "old = tf_.compat.v2.layers.dense\n")
+    found = [(use.line, use.name, use.status) for use in check.check_source(source)]
+    assert found == [(3, "tf.estimator.Estimator", compatibility.SAME),
+                     (4, "tf.compat.v1.layers.dense", compatibility.SAME),
+                     (5, "tf.compat.v1.estimator.LinearClassifier", compatibility.SAME),
+                     (6, "tf.estimator.EstimatorSpec", compatibility.SAME),
+                     (7, "tf.layers.dense", compatibility.REFUSED)]

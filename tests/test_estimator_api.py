@@ -365,3 +365,53 @@ def test_a_program_loads_only_the_parts_of_the_package_it_uses(tmp_path):
                       "[getattr(e, n) for n in e.__all__]; [getattr(v1, n) for n in v1.__all__]; "
                       "[getattr(e.experimental, n) for n in vars(e.experimental)]")
     assert "compat.estimator.canned.rnn" in names
+
+
+SPELLINGS_V2 = ("tf", "tf.compat.v2", "tf.compat.v1.compat.v2", "tf.compat.v2.compat.v2")
+SPELLINGS_V1 = ("tf.compat.v1", "tf.compat.v1.compat.v1", "tf.compat.v2.compat.v1")
+
+
+def _at(path: str):
+    value = tf
+    for part in path.split(".")[1:]:
+        value = getattr(value, part)
+    return value
+
+
+def test_every_spelling_tf_2_15_had_gives_the_estimator_and_uninstall_removes_them(installed):
+    """TF 2.15 bound `estimator` in each spelling of its TF 2 API, and the v1 `estimator`, `layers` and `keras`
+    in each of its TF 1.x API (Google's libraries `import tensorflow.compat.v2 as tf`)."""
+    import tensorflow.compat.v1 as tf1
+    import tensorflow.compat.v2 as tf2
+
+    from compat.estimator import v1
+
+    for path in SPELLINGS_V2:
+        assert _at(path).estimator is estimator, path
+    assert tf2.estimator is estimator
+    for path in SPELLINGS_V1:
+        namespace = _at(path)
+        assert namespace.estimator is v1, path
+        assert callable(namespace.layers.dense) and namespace.layers.dense is tf1.layers.dense, path
+        assert namespace.keras.__name__ == "tf_keras.api._v1.keras", path
+    import tensorflow.compat.v2.estimator as imported  # noqa: F401
+
+    assert sys.modules["tensorflow.compat.v2.estimator"] is estimator
+    estimator.uninstall()
+    try:
+        assert not any(hasattr(_at(path), "estimator") for path in SPELLINGS_V1 + SPELLINGS_V2)
+        assert "tensorflow.compat.v2.estimator" not in sys.modules
+    finally:
+        estimator.install()
+
+
+def test_a_library_in_the_compat_v2_style_trains_evaluates_and_predicts(tmp_path):
+    command = "import compat.estimator, runpy, sys; compat.estimator.install(); sys.argv = sys.argv[1:]; " \
+              "runpy.run_path(sys.argv[0], run_name='__main__')"
+    result = subprocess.run([sys.executable, "-c", command, os.path.join(HELPERS, "compat_v2_program.py"),
+                             str(tmp_path / "model")], capture_output=True, text=True, timeout=300, cwd=REPO,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["global_step"] == 60 and report["predictions"] == 128 and report["linear_step"] == 20
+    assert report["accuracy"] > 0.9

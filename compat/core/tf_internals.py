@@ -45,6 +45,7 @@ from tensorflow.python.saved_model.model_utils import export_output, export_util
 from tensorflow.python.training import evaluation  # noqa: F401  (_evaluate_once, _StopAfterNEvalsHook)
 from tensorflow.python.util.lazy_loader import LazyLoader
 
+from compat.core import tf_namespaces
 from compat.core.patches import PATCHES
 
 # -- the names put into TensorFlow and Keras -------------------------------------------
@@ -76,18 +77,32 @@ def _mode_call_context(base: type) -> type:
     return ModeCallContext
 
 
-def compat_v1_modules() -> list:
-    """Every module object that is `tf.compat.v1`.
+def namespace_modules(version: str) -> list:
+    """Every module object that is TensorFlow's `version` API ("v1": `tf.compat.v1`; "v2": `tf`), by each of its
+    spellings (compat/core/tf_namespaces.py): `tf.compat.v2`, the nested `tf.compat.v2.compat.v1`, ...
 
     `import tensorflow.compat.v1` makes a second module object of it and binds
-    `tf.compat.v1` to that one; programs reach both, so a name set on one is set on both.
+    `tf.compat.v1` to that one; programs reach both, so a name set on one is set on all.
     """
     import sys
 
-    import tensorflow.compat.v1  # noqa: F401  (makes that second object now, not later)
+    import tensorflow.compat.v1  # noqa: F401  (makes those second objects now, not later)
+    import tensorflow.compat.v2  # noqa: F401
 
-    modules = (sys.modules.get("tensorflow._api.v2.compat.v1"), sys.modules.get("tensorflow.compat.v1"), tf.compat.v1)
+    modules = []
+    for path in tf_namespaces.SPELLINGS[version]:
+        module: Any = tf
+        for part in path.split(".") if path else ():
+            module = getattr(module, part, None)
+        modules.append(module)
+        if path:  # `import tensorflow.compat.v1` binds a module of its own (`tensorflow` itself is `tf`)
+            modules += [sys.modules.get(f"tensorflow.{path}"), sys.modules.get(f"tensorflow._api.v2.{path}")]
     return list({id(module): module for module in modules if module is not None}.values())
+
+
+def compat_v1_modules() -> list:
+    """Every module object that is `tf.compat.v1` (`namespace_modules("v1")`)."""
+    return namespace_modules("v1")
 
 
 def _legacy_owners() -> list[tuple[object, str, str]]:
@@ -203,7 +218,7 @@ def keras_layers_called() -> Iterator[list]:
 def keras_state_variables(layers) -> list:
     """The TensorFlow variables behind the non-trainable state of Keras 3 `layers` (batch norm's moving
     statistics, the seed generators' states), each replica's copy of a replicated one included."""
-    state = []
+    state: list = []
     for layer in layers:
         for variable in layer.non_trainable_variables:
             state.extend(copies(getattr(variable, "_value", variable)))  # a Keras 3 Variable wraps a tf.Variable

@@ -227,7 +227,7 @@ def install() -> None:
     # (legacy_modules.py), so both spellings reach the same Keras 2 that TF 2.15 had there.
     keras_v1 = importlib.import_module("tf_keras.api._v1.keras")
     names = [
-        (tf, "estimator", this),
+        *((v2, "estimator", this) for v2 in tf_internals.namespace_modules("v2")),
         *((v1, "estimator", estimator_v1) for v1 in tf_internals.compat_v1_modules()),
         (tf.keras, "estimator", keras_estimator),
         (tf.keras.optimizers, "legacy", legacy_namespace()),
@@ -266,6 +266,7 @@ def _serve_tf_2_15_module_paths(keras_estimator: types.SimpleNamespace) -> None:
     for module_name, value in (
         ("tensorflow.estimator", sys.modules[__name__]),
         ("tensorflow.compat.v1.estimator", estimator_v1),
+        ("tensorflow.compat.v2.estimator", sys.modules[__name__]),
         ("tensorflow.keras.estimator", keras_estimator),
         # a later `import tensorflow.keras.layers` finds tf.keras.layers (with DenseFeatures), not a new copy
         *((("tensorflow.keras.layers", tf.keras.layers),) if "tensorflow.keras.layers" not in sys.modules else ()),

@@ -36,6 +36,7 @@ import stat
 import sys
 from collections.abc import Iterable, Iterator
 
+from compat.core import tf_namespaces
 from compat.estimator import compatibility, legacy_modules, upgrade
 
 # What counts as the Estimator surface: uses below these names are reported (dotted below `tf.`).
@@ -145,6 +146,7 @@ _V1_SPELLINGS = {"tf.compat.v1.contrib.": "tf.contrib.", "tf.compat.v1.keras.": 
 
 
 def _canonical(name: str) -> str:
+    name = tf_namespaces.canonical(name)
     for v1, v2 in _V1_SPELLINGS.items():
         if name.startswith(v1):
             return v2 + name[len(v1) :]
