@@ -169,3 +169,16 @@ def test_keras_3_layers_in_a_model_fn_update_their_state_and_follow_the_mode(tmp
     assert len({tuple(np.flatnonzero(mask)) for mask in masks}) > 1
     result = est.evaluate(lambda: tf.data.Dataset.from_tensors((X, np.zeros(16, "int32"))), steps=1)
     assert result["kept"] == 2000  # and evaluated without dropout
+
+
+def test_keras_layers_in_a_model_fn_name_their_variables_as_tf_2_15_did():
+    """Sequential, nested, functional, custom and scoped Keras models in a model_fn's graph: each variable named
+    as TF 2.15's Keras 2 named it (a Sequential built at construction: `dense/kernel`, not
+    `sequential/dense/kernel`), so TF 2.15's checkpoints of such model_fns restore."""
+    result = subprocess.run([sys.executable, os.path.join(HELPERS, "keras_variable_names.py"), "--compat"],
+                            capture_output=True, text=True, timeout=300, cwd=REPO,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    recorded = json.load(open(os.path.join(DATA, "tf215_keras_variable_names.json")))
+    assert recorded["sequential_built_at_construction"][0] == "dense/kernel:0"
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == recorded

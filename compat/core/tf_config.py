@@ -102,14 +102,18 @@ def _alone(tf_config: dict) -> Placement:
     )
 
 
-def _checked_task(cluster_spec: tf.train.ClusterSpec, task: dict, coordinator: str) -> tuple[str, int]:
-    """This process's (type, index), checked against a cluster led by one `coordinator` (chief or master).
+def _checked_task(
+    cluster_spec: tf.train.ClusterSpec, task: dict, coordinator: str, worker_0_may_lead: bool = False
+) -> tuple[str, int]:
+    """This process's (type, index), checked against a cluster led by one `coordinator` (chief or master), or
+    with `worker_0_may_lead`, by worker 0 where the cluster has no coordinator.
 
     An evaluator's index has no upper bound: it need not be listed in the cluster.
     """
-    if coordinator not in cluster_spec.jobs:
+    led_by_worker_0 = worker_0_may_lead and TaskType.WORKER in cluster_spec.jobs
+    if coordinator not in cluster_spec.jobs and not led_by_worker_0:
         raise ValueError(f'If "cluster" is set in TF_CONFIG, it must have one "{coordinator}" node.')
-    if len(cluster_spec.job_tasks(coordinator)) > 1:
+    if coordinator in cluster_spec.jobs and len(cluster_spec.job_tasks(coordinator)) > 1:
         raise ValueError(f'The "cluster" in TF_CONFIG must have only one "{coordinator}" node.')
     task_type, task_id = task.get("type"), task.get("index")
     if not task_type:
@@ -147,7 +151,8 @@ def _session_master(cluster_spec: tf.train.ClusterSpec, task_type: str, task_id:
 def _global_id(cluster_spec: tf.train.ClusterSpec, task_type: str, task_id: int, coordinator: str) -> int:
     """A number unique across the cluster's tasks: the coordinator is 0, then every other job but `ps` in
     name order (an `evaluator` job listed in the cluster takes numbers too), and `ps` last."""
-    jobs = [coordinator] + sorted(job for job in cluster_spec.jobs if job not in (coordinator, TaskType.PS))
+    jobs = [coordinator] if coordinator in cluster_spec.jobs else []
+    jobs += sorted(job for job in cluster_spec.jobs if job not in (coordinator, TaskType.PS))
     if TaskType.PS in cluster_spec.jobs:
         jobs.append(TaskType.PS)
     first = 0
@@ -167,7 +172,7 @@ def _in_cluster(
         cluster_spec=cluster_spec,
         task_type=task_type,
         task_id=task_id,
-        is_chief=task_type == coordinator,
+        is_chief=_leads(cluster_spec, task_type, task_id, coordinator),
         master=_session_master(cluster_spec, task_type, task_id, tf_config),
         evaluation_master=LOCAL_MASTER,
         num_ps_replicas=len(jobs.get(TaskType.PS, [])),
@@ -176,8 +181,15 @@ def _in_cluster(
     )
 
 
-def _led_by_chief(cluster_spec: tf.train.ClusterSpec, tf_config: dict) -> Placement:
-    task_type, task_id = _checked_task(cluster_spec, _task_of(tf_config), TaskType.CHIEF)
+def _leads(cluster_spec: tf.train.ClusterSpec, task_type: str, task_id: int, coordinator: str) -> bool:
+    """The coordinator leads; in a cluster of workers only (a distribution strategy's), worker 0 does."""
+    if coordinator in cluster_spec.jobs:
+        return task_type == coordinator
+    return task_type == TaskType.WORKER and task_id == 0
+
+
+def _led_by_chief(cluster_spec: tf.train.ClusterSpec, tf_config: dict, distributed: bool) -> Placement:
+    task_type, task_id = _checked_task(cluster_spec, _task_of(tf_config), TaskType.CHIEF, distributed)
     if task_type == TaskType.EVALUATOR:
         # The evaluator only reads checkpoints: it joins no training session and counts in no replica total.
         return Placement(
@@ -211,17 +223,27 @@ def _led_by_master(cluster_spec: tf.train.ClusterSpec, tf_config: dict) -> Place
     return _in_cluster(cluster_spec, task_type, task_id, tf_config, TaskType.MASTER)
 
 
-def placement(tf_config: dict) -> Placement:
+def placement(tf_config: dict, distributed: bool = False) -> Placement:
     """Where this process stands in the cluster `tf_config` (as `read` returns it) describes, checked as
-    TF 2.15's RunConfig checked it: a ValueError names what is wrong."""
+    TF 2.15's RunConfig checked it: a ValueError names what is wrong.
+
+    Args:
+      tf_config: TF_CONFIG, as `read` returns it.
+      distributed: whether the process trains under a distribution strategy (`RunConfig(train_distribute=...)`):
+        then, as TF 2.15's distribute coordinator had it, a cluster of workers only is led by worker 0
+        (TensorFlow's "Multi-worker training with Estimator" tutorial); without one, a cluster needs a chief.
+
+    Raises:
+      ValueError: a cluster without its coordinator, or a task that is not in it.
+    """
     cluster_spec = tf.train.ClusterSpec(tf_config.get("cluster") or {})
     if not cluster_spec.jobs:
         return _alone(tf_config)
     if TaskType.MASTER in cluster_spec.jobs:
         return _led_by_master(cluster_spec, tf_config)
-    return _led_by_chief(cluster_spec, tf_config)
+    return _led_by_chief(cluster_spec, tf_config, distributed)
 
 
-def this_process() -> Placement:
-    """Where this process stands, from its TF_CONFIG: `placement(read())`."""
-    return placement(read())
+def this_process(distributed: bool = False) -> Placement:
+    """Where this process stands, from its TF_CONFIG: `placement(read(), distributed)`."""
+    return placement(read(), distributed)

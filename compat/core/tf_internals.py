@@ -36,6 +36,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
+import types
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -308,13 +310,8 @@ def _keras_2_variable_names(next_creator, **kwargs):
     """
     from keras.src.backend.common import global_state
 
-    keras_scopes = [scope.name for scope in global_state.get_global_attribute("name_scope_stack") or []]
-    if keras_scopes and tf.distribute.has_strategy() and tf.distribute.get_strategy().num_replicas_in_sync > 1:
-        raise ValueError(
-            "A Keras 3 layer (tf.keras.layers, keras.layers) in a model_fn cannot be replicated by "
-            "RunConfig(train_distribute=...) here: its variables are not the strategy's. Build the model_fn from "
-            "tf.compat.v1.layers, or the model in Keras and train it with model_to_estimator or fit"
-        )
+    stack = global_state.get_global_attribute("name_scope_stack") or []
+    keras_scopes = [scope.name for scope in stack]
     name = kwargs.get("name")
     graph = tf.compat.v1.get_default_graph()
     if keras_scopes and isinstance(name, str) and name and not name.endswith("/") and not tf.executing_eagerly():
@@ -326,13 +323,55 @@ def _keras_2_variable_names(next_creator, **kwargs):
             for entered, keras in zip(graph_scopes[len(graph_scopes) - len(keras_scopes) :], keras_scopes)
         )
         if inside:
-            wanted = "/".join([*graph_scopes[: len(graph_scopes) - len(keras_scopes)], *keras_scopes, name])
+            outside = graph_scopes[: len(graph_scopes) - len(keras_scopes)]
+            wanted = "/".join([*outside, *_called_scopes(stack), name])
             with graph.name_scope(None):  # from the top: `unique_name` prefixes the scope it is called in
                 # A name taken keeps TensorFlow's suffix; one given is marked as taken (a scope entered
                 # by its full name, as here, is not), so that no later variable is given it too.
                 if graph.unique_name(wanted, mark_as_used=False) == wanted:
                     kwargs["name"] = graph.unique_name(wanted) + "/"
-    return next_creator(**kwargs)
+    variable = next_creator(**kwargs)
+    if keras_scopes:
+        _made_by_keras_3.add(variable)
+    return variable
+
+
+# The variables Keras 3 layers made (weakly held): each replica's copy of one, under a strategy, too.
+_made_by_keras_3: weakref.WeakSet = weakref.WeakSet()
+
+
+def made_by_keras_3(variable: Any) -> bool:
+    """Whether a Keras 3 layer made `variable` (in a block of `keras_names_per_graph`)."""
+    return variable in _made_by_keras_3
+
+
+def _called_scopes(stack: list) -> list[str]:
+    """The Keras scopes a variable's name takes: a model's only while the model is being called.
+
+    A model built at construction (`Sequential([Conv2D(..., input_shape=...)])`) builds its layers in its own
+    scope in Keras 3; Keras 2 built them outside any scope of the model (`conv2d/kernel`, not
+    `sequential/conv2d/kernel`). A model built by its first call keeps its scope (`sequential/dense/kernel`),
+    as in Keras 2. Keras 3 builds both the same way, with no call context yet, so the call is looked for on
+    the Python stack (only for a model's scope, as its variables are made).
+    """
+    import keras
+
+    return [
+        scope.name
+        for scope in stack
+        if not isinstance(getattr(scope, "caller", None), keras.Model) or _being_called(scope.caller)
+    ]
+
+
+def _being_called(layer: Any) -> bool:
+    import sys
+
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "__call__" and frame.f_locals.get("self") is layer:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _is_scope_entry(entered: str, scope: str) -> bool:

@@ -463,8 +463,8 @@ class Estimator(EstimatorBase):
             global_step = self._create_and_assert_global_step(graph)
             # the global step's read, made here and not in a replica (TF 2.15)
             _v1.add_to_collection(tf_internals.GLOBAL_STEP_READ_KEY, strategy.extended.read_var(global_step))
-            grouped = strategy.extended.call_for_each_replica(
-                self._call_model_fn, args=(features, labels, ModeKeys.TRAIN, self.config)
+            grouped = replicated.call_for_each_replica(
+                strategy, self._call_model_fn, (features, labels, ModeKeys.TRAIN, self.config)
             )
             spec = replicated.train_spec(strategy, grouped)
             return self._train_with_spec(spec, [*input_hooks, *hooks], global_step, listeners, strategy)
@@ -645,8 +645,8 @@ class Estimator(EstimatorBase):
             if strategy is None:
                 spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
             else:
-                spec = strategy.extended.call_for_each_replica(
-                    self._call_model_fn, args=(features, labels, ModeKeys.EVAL, self.config)
+                spec = replicated.call_for_each_replica(
+                    strategy, self._call_model_fn, (features, labels, ModeKeys.EVAL, self.config)
                 )
             if LOSS_METRIC_KEY in spec.eval_metric_ops:
                 raise ValueError(

@@ -97,6 +97,33 @@ class _InitializeIterator(tf.compat.v1.train.SessionRunHook):
         session.run(self._initializer)
 
 
+def call_for_each_replica(strategy: tf.distribute.Strategy, model_fn: Callable, args: tuple) -> Any:
+    """`model_fn(*args)` once per replica (its variables shared), as TF 2.15 replicated a model_fn.
+
+    A variable a Keras 3 layer makes is a `tf.Variable` (TensorFlow 2's), which in a graph puts itself in
+    the variable collections: under the strategy each replica's copy did so beside the replicated variable
+    that holds them, so the Saver wrote `dense/kernel/replica_1` too and the initializers ran per copy. Only
+    the replicated variables stay in the collections, as tf.compat.v1.layers' (`get_variable`) are. (The
+    copies of other TF 2 variables stay: TF 2.15 saved a canned estimator's Keras 2 optimizer slots so.)
+    """
+    grouped = strategy.extended.call_for_each_replica(model_fn, args=args)
+    graph = _v1.get_default_graph()
+    keys = (_v1.GraphKeys.GLOBAL_VARIABLES, _v1.GraphKeys.LOCAL_VARIABLES, _v1.GraphKeys.TRAINABLE_VARIABLES)
+    copies = {
+        id(copy)
+        for key in keys
+        for variable in graph.get_collection(key)
+        if tf_internals.copies(variable) != (variable,)
+        for copy in tf_internals.copies(variable)
+        if tf_internals.made_by_keras_3(copy)
+    }
+    if copies:
+        for key in (*keys, _v1.GraphKeys.MODEL_VARIABLES):
+            collection = graph.get_collection_ref(key)
+            collection[:] = [variable for variable in collection if id(variable) not in copies]
+    return grouped
+
+
 def loss_reduction() -> tf.distribute.ReduceOp:
     """How the replicas' losses combine into the reported one: their mean where a v1 optimizer scaled a mean
     loss (the loss a single device reports), else their sum (TF 2.15's rule)."""

@@ -277,7 +277,11 @@ class RunConfig:
 
     def _place(self, tf_config: dict) -> None:
         """This task's place in the TF_CONFIG cluster, and the session config a cluster's task runs with."""
-        self._set_placement(cluster.placement(tf_config))
+        distributed = any(
+            strategy is not None
+            for strategy in (self._train_distribute, self._eval_distribute, self._experimental_distribute)
+        )
+        self._set_placement(cluster.placement(tf_config, distributed))
         if (
             self._train_distribute is not None
             and self._task_type == TaskType.EVALUATOR

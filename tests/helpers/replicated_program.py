@@ -1,9 +1,9 @@
 """A 2019-style Estimator program trained with several replicas, as teams wrote it for multi-GPU machines.
 
-    python replicated_program.py MODEL_DIR model_fn|dnn mirrored|multi_worker [STEPS] [--tf215] [--no-export]
+    python replicated_program.py MODEL_DIR model_fn|keras|dnn mirrored|multi_worker [STEPS] [--tf215] [--no-export]
 
 `model_fn`: a custom model_fn with tf.compat.v1.layers (dense, batch normalization), a v1 AdamOptimizer,
-eval metrics and a LoggingTensorHook; `dnn`: a DNNClassifier with batch norm. `mirrored` trains with
+eval metrics and a LoggingTensorHook; `keras`: the same network from tf.keras layers; `dnn`: a DNNClassifier with batch norm. `mirrored` trains with
 `RunConfig(train_distribute=MirroredStrategy(two devices), eval_distribute=the same)` on two logical CPU
 devices; `multi_worker` with a MultiWorkerMirroredStrategy over the TF_CONFIG cluster (one CPU device a
 worker), through train_and_evaluate. Then it evaluates, predicts and exports (the chief, in a cluster).
@@ -69,6 +69,26 @@ def model_fn(features, labels, mode, params):
     return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op, training_hooks=[hook])
 
 
+def keras_model_fn(features, labels, mode, params):
+    """The same network from Keras layers (as TensorFlow's multi-worker tutorial built its model_fn)."""
+    training = mode == tf.estimator.ModeKeys.TRAIN
+    net = tf.keras.layers.Dense(32, name="hidden")(features["x"])
+    net = tf.keras.layers.BatchNormalization(name="bn")(net, training=training)
+    logits = tf.keras.layers.Dense(3, name="logits")(tf.nn.relu(net))
+    predictions = {"class_ids": tf.argmax(logits, 1), "probabilities": tf.nn.softmax(logits)}
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(
+            mode, predictions=predictions,
+            export_outputs={"serving_default": tf.estimator.export.PredictOutput(predictions)})
+    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
+    metrics = {"accuracy": tf.compat.v1.metrics.accuracy(labels, predictions["class_ids"])}
+    if mode == tf.estimator.ModeKeys.EVAL:
+        return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops=metrics)
+    optimizer = tf.compat.v1.train.AdamOptimizer(params["learning_rate"])
+    return tf.estimator.EstimatorSpec(
+        mode, loss=loss, train_op=optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step()))
+
+
 def strategy():
     if STRATEGY == "none":  # one device, for comparison
         return None
@@ -87,8 +107,9 @@ column = tf.feature_column.numeric_column("x", shape=(6,))
 
 
 def make(config):
-    if KIND == "model_fn":
-        return tf.estimator.Estimator(model_fn, config=config, params={"learning_rate": 0.05})
+    if KIND in ("model_fn", "keras"):
+        return tf.estimator.Estimator(model_fn if KIND == "model_fn" else keras_model_fn, config=config,
+                                      params={"learning_rate": 0.05})
     return tf.estimator.DNNClassifier(hidden_units=[32], feature_columns=[column], n_classes=3,
                                       optimizer="Adam", batch_norm=True, config=config)
 
