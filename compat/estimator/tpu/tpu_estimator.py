@@ -16,6 +16,7 @@ embeddings are refused, naming what to do instead.
 from __future__ import annotations
 
 import collections
+import copy
 import enum
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +34,7 @@ from compat.estimator.tpu.tpu_config import (
 )
 
 _BATCH_SIZE_KEY = "batch_size"
+_USE_TPU_KEY = "use_tpu"
 _RESERVED_PARAMS = (_BATCH_SIZE_KEY, "context")
 
 
@@ -179,7 +181,7 @@ class TPUEstimator(Estimator):
         model_fn: Callable | None = None,
         model_dir: str | None = None,
         config: RunConfig | None = None,
-        params: dict | None = None,
+        params: Any = None,
         use_tpu: bool = True,
         train_batch_size: int | None = None,
         eval_batch_size: int | None = None,
@@ -262,13 +264,20 @@ class TPUEstimator(Estimator):
             self._refuse_without_a_tpu()
         return super().predict(input_fn, predict_keys, hooks, checkpoint_path, yield_single_examples)
 
-    def _params_for(self, mode: str, params: dict) -> dict:
-        batch_size = self._batch_sizes.get(mode)
-        return {**params, _BATCH_SIZE_KEY: batch_size} if batch_size is not None else dict(params)
+    def _params_for(self, mode: str, params: Any, for_model_fn: bool = False) -> Any:
+        """A copy of `params` with what TF 2.15 added for `mode`: `batch_size` (where one is set for the mode)
+        and, for the model_fn, `use_tpu` (False: the model runs on the CPU or GPU)."""
+        items: dict[str, Any] = {}
+        if self._batch_sizes.get(mode) is not None:
+            items[_BATCH_SIZE_KEY] = self._batch_sizes[mode]
+        if for_model_fn:
+            items[_USE_TPU_KEY] = False
+        return _with_items(params, items)
 
     def _call_tpu_model_fn(self, features, labels, mode, config, params):
         args = tf_internals.fn_args(self._tpu_model_fn)
-        available = {"labels": labels, "mode": mode, "config": config, "params": self._params_for(mode, params)}
+        params = self._params_for(mode, params, for_model_fn=True)
+        available = {"labels": labels, "mode": mode, "config": config, "params": params}
         return self._tpu_model_fn(
             features=features, **{name: value for name, value in available.items() if name in args}
         )
@@ -288,3 +297,18 @@ class TPUEstimator(Estimator):
         }
         with tf.device("/cpu:0"):
             return input_fn(**{name: value for name, value in available.items() if name in args})
+
+
+def _with_items(params: Any, items: dict[str, Any]) -> Any:
+    """A copy of `params` with `items` set, as TF 2.15's TPUEstimator set them: in a dict, or through an
+    HParams-style object's `add_hparam`/`set_hparam` (the params of models written for tf.contrib's HParams)."""
+    params = copy.deepcopy(params)
+    for key, value in items.items():
+        if hasattr(params, "set_hparam"):
+            if key in params:
+                params.set_hparam(key, value)
+            else:
+                params.add_hparam(key, value)
+        else:
+            params[key] = value
+    return params
