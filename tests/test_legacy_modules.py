@@ -9,6 +9,7 @@ as in TF 2.15. The libraries themselves run in tests/test_libraries.py.
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 
@@ -196,3 +197,107 @@ def test_the_check_says_these_imports_run_after_install(tmp_path):
     assert any("canned.head._Head  as TF 2.15: TF 2.15's module path: imports after" in line for line in lines)
     assert any("compat.v1.keras.initializers.he_uniform  as TF 2.15" in line for line in lines)
     assert any("NotInTF215  unknown: NotInTF215 was not a name of TF 2.15's" in line for line in lines)
+
+
+def _resolve(dotted: str):
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            value = getattr(value, part)
+        return value
+    raise ImportError(dotted)
+
+
+def _has(cls, attribute: str) -> bool:
+    """Whether instances of `cls` have `attribute` (a class attribute, or one `__init__` sets: a head's
+    `_label_vocabulary`), made with no arguments or with `n_classes=3` as the heads need."""
+    if hasattr(cls, attribute):
+        return True
+    for args in ((), (3,)):
+        try:
+            return hasattr(cls(*args), attribute)
+        except TypeError:
+            continue
+    return False
+
+
+def test_every_estimator_name_that_libraries_reach_resolves_after_install(installed):
+    """tests/data/library_estimator_names.json: what thirteen releases of ten libraries (AdaNet, Analytics Zoo,
+    BigDL Orca, DeepCTR, Fedlearner, Keras 2.15, tf_keras, TF Lattice, TF Model Analysis, TF Privacy) reach
+    of TF 2.15's estimator modules by path, subclass attributes included (tests/helpers/scan_library_names.py
+    lists them). Each resolves to its counterpart here; none fails the library's import."""
+    import json
+    import os
+
+    from conftest import REPO
+
+    scanned = json.load(open(os.path.join(REPO, "tests", "data", "library_estimator_names.json")))
+    assert len(scanned) >= 10
+    missing = []
+    for library, names in scanned.items():
+        for name in names:
+            target, _, attribute = name.partition("#")
+            try:
+                value = _resolve(target)
+            except (ImportError, AttributeError) as error:
+                missing.append(f"{library}: {name} ({error})")
+                continue
+            if attribute and not _has(value, attribute):
+                missing.append(f"{library}: {name}")
+    assert not missing, "\n".join(missing)
+
+
+def test_the_export_garbage_collection_filters_keep_what_tf_2_15s_kept(tmp_path):
+    """TF 2.15's `gc` filters, which TF Model Analysis imports: the largest versions, one of every n (version 0
+    in the first interval), multiples, union, negation, and the export folders of a directory."""
+    from compat.estimator import gc
+
+    paths = [gc.Path(name, version) for name, version in [("a", 1), ("b", 5), ("c", None), ("d", 10), ("e", 11),
+                                                         ("f", 0)]]
+    by_version = {path.export_version: path for path in paths}
+    assert gc.largest_export_versions(2)(paths) == [by_version[10], by_version[11]]
+    assert gc.negation(gc.largest_export_versions(2))(paths) == sorted(set(paths) - {by_version[10], by_version[11]})
+    assert gc.one_of_every_n_export_versions(5)(paths) == [by_version[5], by_version[10], by_version[11]]
+    assert gc.one_of_every_n_export_versions(5)([by_version[0]]) == [by_version[0]]
+    assert gc.mod_export_version(5)([by_version[0], by_version[5], by_version[11]]) == [by_version[5], by_version[0]]
+    assert gc.union(gc.mod_export_version(10), gc.largest_export_versions(1))(
+        [by_version[1], by_version[10], by_version[11]]) == [by_version[10], by_version[11]]
+    for name in ("1700000000", "1700000001", "temp-1700000002", "notes"):
+        (tmp_path / name).mkdir()
+    found = gc.get_paths(str(tmp_path), parser=gc.export_version)
+    assert [(os.path.basename(path.path), path.export_version) for path in found] == [
+        ("1700000000", 1700000000), ("1700000001", 1700000001)]
+
+
+def test_functions_of_tf_2_15s_modules_take_its_parameters_in_its_order(installed):
+    """A library calls TF 2.15's functions by position (`dnn_logit_fn_builder_v2(units, ..., dropout, True)`,
+    `_regression_head(None, 3)`, `_summary_key(head_name, key)`): each counterpart takes TF 2.15's parameters
+    in its order, optional ones of its own only after them (tests/data/tf215_module_signatures.json, recorded by
+    tests/helpers/tf215_module_signatures.py under TF 2.15). Renamed parameters count as different too."""
+    import inspect
+    import json
+
+    from conftest import REPO
+
+    recorded = json.load(open(os.path.join(REPO, "tests", "data", "tf215_module_signatures.json")))
+    assert len(recorded) > 250
+    different, compared = [], 0
+    for dotted, parameters in recorded.items():
+        module_name, name = dotted.rsplit(".", 1)
+        try:
+            value = getattr(importlib.import_module(module_name), name)
+        except (ImportError, AttributeError):
+            continue  # names without a counterpart: docs/compatibility.md lists them
+        try:
+            ours = list(inspect.signature(value).parameters)
+        except (TypeError, ValueError):
+            continue
+        compared += 1
+        if ours[: len(parameters)] != parameters:
+            different.append(f"{dotted}{tuple(parameters)}: here {tuple(ours)}")
+    assert compared > 120
+    assert not different, "\n".join(different)

@@ -230,12 +230,16 @@ def install() -> None:
         *((v2, "estimator", this) for v2 in tf_internals.namespace_modules("v2")),
         *((v1, "estimator", estimator_v1) for v1 in tf_internals.compat_v1_modules()),
         (tf.keras, "estimator", keras_estimator),
-        (tf.keras.optimizers, "legacy", legacy_namespace()),
-        # every module object a program may reach tf.keras.layers as (`from tensorflow.keras import layers`,
-        # `import tensorflow.keras.layers`, which Python may have loaded as a second copy of the same file)
-        *((layers, "DenseFeatures", DenseFeatures) for layers in _keras_layers_modules(tf)),
         *((v1, "keras", keras_v1) for v1 in tf_internals.compat_v1_modules()),
     ]
+    if not tf.keras.__name__.startswith("tf_keras"):
+        # Keras 3 lacks what TF 2.15's Keras 2 had here; under TF_USE_LEGACY_KERAS=1 tf.keras is Keras 2, and has it
+        names += [
+            (tf.keras.optimizers, "legacy", legacy_namespace()),
+            # every module object a program may reach tf.keras.layers as (`from tensorflow.keras import layers`,
+            # `import tensorflow.keras.layers`, which Python may have loaded as a second copy of the same file)
+            *((layers, "DenseFeatures", DenseFeatures) for layers in _keras_layers_modules(tf)),
+        ]
     for owner, name, value in names:
         PATCHES.set_attribute(_PART, owner, name, value)
     _serve_tf_2_15_module_paths(keras_estimator)

@@ -101,6 +101,12 @@ def check_checkpoint_exists(checkpoint_path: str) -> None:
         raise ValueError(f"The passed save_path is not a valid checkpoint: {checkpoint_path}")
 
 
+def check_checkpoint_available(model_dir: str) -> None:
+    """TF 2.15's ValueError where `model_dir` holds no checkpoint (what predicting or exporting a model needs)."""
+    if not tf.train.latest_checkpoint(model_dir):
+        raise ValueError(f"Could not find trained model in model_dir: {model_dir}.")
+
+
 def timestamped_dir(base: str) -> str:
     """`<base>/<int(time.time())>`, a second later while that name is taken, as TF 2.15."""
     for attempt in range(10):
@@ -112,20 +118,20 @@ def timestamped_dir(base: str) -> str:
     raise RuntimeError(f"Failed to obtain a unique export directory name under {base} after 10 attempts.")
 
 
-def write_dict_to_summary(output_dir: str, results: dict, global_step: int) -> None:
-    """An evaluation's results as one summary event in `output_dir`, as TF 2.15 wrote them.
+def write_dict_to_summary(output_dir: str, dictionary: dict, current_global_step: int) -> None:
+    """An evaluation's results (`dictionary`) as one summary event in `output_dir`, as TF 2.15 wrote them.
 
     Numbers become scalars; a serialized `Summary` (an image or histogram
     summary returned as a metric) is written as its values, tagged
-    `<key>/<i>`; an array becomes a tensor summary; `global_step` is the
+    `<key>/<i>`; an array becomes a tensor summary; `current_global_step` is the
     event's step, not a value.
     """
     from google.protobuf import message
 
-    shown = ", ".join(f"{key} = {value!s}" for key, value in sorted(results.items()) if not isinstance(value, bytes))
-    tf.compat.v1.logging.info("Saving dict for global step %d: %s", global_step, shown)
+    shown = ", ".join(f"{key} = {value!s}" for key, value in sorted(dictionary.items()) if not isinstance(value, bytes))
+    tf.compat.v1.logging.info("Saving dict for global step %d: %s", current_global_step, shown)
     summary = _v1.Summary()
-    for key, value in results.items():
+    for key, value in dictionary.items():
         if value is None or key == "global_step":
             continue
         if isinstance(value, (np.floating, float)):
@@ -151,17 +157,19 @@ def write_dict_to_summary(output_dir: str, results: dict, global_step: int) -> N
                 key,
             )
     writer = _summary_writer(output_dir)
-    writer.add_summary(summary, global_step)
+    writer.add_summary(summary, current_global_step)
     writer.flush()
 
 
-def write_checkpoint_path_to_summary(output_dir: str, checkpoint_path: str, global_step: int) -> None:
+def write_checkpoint_path_to_summary(output_dir: str, checkpoint_path: str, current_global_step: int) -> None:
     """The evaluated checkpoint's path as a string tensor summary `checkpoint_path` (BestExporter reads it)."""
-    tf.compat.v1.logging.info("Saving 'checkpoint_path' summary for global step %d: %s", global_step, checkpoint_path)
+    tf.compat.v1.logging.info(
+        "Saving 'checkpoint_path' summary for global step %d: %s", current_global_step, checkpoint_path
+    )
     summary = _v1.Summary()
     summary.value.add(tag="checkpoint_path", tensor=tf.make_tensor_proto(checkpoint_path, dtype=tf.string))
     writer = _summary_writer(output_dir)
-    writer.add_summary(summary, global_step)
+    writer.add_summary(summary, current_global_step)
     writer.flush()
 
 

@@ -416,6 +416,26 @@ def markdown() -> str:
     return "\n".join([*lines, "", *_legacy_modules_markdown()]) + "\n"
 
 
+# Releases of libraries of 2017-2023 that import TF 2.15's estimator modules by path, found by scanning the
+# wheels of about forty TensorFlow libraries (those reaching the Estimator only as `tf.estimator` need nothing
+# more). tests/helpers/scan_library_names.py lists what each reaches; tests/test_legacy_modules.py resolves it.
+SCANNED_LIBRARIES = (
+    "adanet==0.9.0",
+    "adanet==0.8.0",
+    "analytics-zoo==0.11.2",
+    "bigdl-orca==2.4.0",
+    "deepctr==0.9.4",
+    "deepctr==0.8.3",
+    "fedlearner==1.5.dev20210512",
+    "keras==2.15.0",
+    "tf-keras==2.21.0",
+    "tensorflow-lattice==2.0.13",
+    "tensorflow-model-analysis==0.21.0",
+    "tensorflow-model-analysis==0.30.0",
+    "tensorflow-privacy==0.9.0",
+)
+
+
 def _legacy_modules_markdown() -> list[str]:
     """The section on TF 2.15's module paths: each module of tensorflow_estimator 2.15, how many of the names
     it defined resolve after install(), and the ones that do not. Loads TensorFlow (it resolves each name)."""
@@ -440,6 +460,12 @@ def _legacy_modules_markdown() -> list[str]:
         "(tests/helpers/tf215_module_names.py lists them under TF 2.15).",
         "",
         f"{resolved_count} of {total} names resolve, in {len(rows)} modules.",
+        "",
+        "Every name these libraries reach by those paths resolves, attributes of TF 2.15's classes that their "
+        "subclasses use included (tests/test_legacy_modules.py): "
+        + ", ".join(spec.replace("==", " ") for spec in SCANNED_LIBRARIES)
+        + ". TF Privacy's estimators were also run against TF 2.15's run of the same program "
+        "(tests/test_libraries.py).",
         "",
         "| module | names | resolve | without a counterpart |",
         "|---|---|---|---|",

@@ -195,12 +195,12 @@ def check_hooks(hooks: Iterable | None) -> list:
     return hooks
 
 
-def _check_listeners(listeners: Iterable | None) -> list:
-    listeners = list(listeners or ())
-    for listener in listeners:
+def _check_listeners(saving_listeners: Iterable | None) -> list:
+    saving_listeners = list(saving_listeners or ())
+    for listener in saving_listeners:
         if not isinstance(listener, _v1.train.CheckpointSaverListener):
             raise TypeError(f"saving_listeners must be a list of CheckpointSaverListener, given: {listener}")
-    return listeners
+    return saving_listeners
 
 
 # The variable a Keras 3 layer that draws random numbers (Dropout, GaussianNoise, ...) keeps its seed

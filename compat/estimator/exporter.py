@@ -19,6 +19,7 @@ from typing import Any
 import tensorflow as tf
 
 from compat.core import tf_internals
+from compat.estimator import gc
 from compat.estimator.early_stopping import eval_results_in
 
 
@@ -64,16 +65,12 @@ def _keep_newest(export_path: str, keep: int | None) -> None:
     """Deletes all but the newest `keep` exports (folders named by a 10-digit timestamp)."""
     if keep is None or not tf.io.gfile.isdir(export_path):
         return
-    versions = sorted(
-        int(name.rstrip("/"))
-        for name in tf.io.gfile.listdir(export_path)
-        if len(name.rstrip("/")) == 10 and name.rstrip("/").isdigit()
-    )
-    for version in versions[:-keep]:
+    delete = gc.negation(gc.largest_export_versions(keep))
+    for path in delete(gc.get_paths(export_path, parser=gc.export_version)):
         try:
-            tf.io.gfile.rmtree(os.path.join(export_path, str(version)))
+            tf.io.gfile.rmtree(path.path)
         except tf.errors.NotFoundError as error:
-            tf.compat.v1.logging.warn("Can not delete %s recursively: %s", version, error)
+            tf.compat.v1.logging.warn("Can not delete %s recursively: %s", path.path, error)
 
 
 def _check_exports_to_keep(exports_to_keep: int | None, message: str) -> None:

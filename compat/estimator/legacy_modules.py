@@ -96,7 +96,6 @@ _FORWARDED_AS = {"keras": "keras_lib"}  # tensorflow.python.estimator.keras forw
 RENAMED: dict[tuple[str, str], tuple[str, str]] = {
     ("canned.head", "_Head"): ("compat.estimator.canned.v1_heads", "V1Head"),
     ("canned.head", "_create_eval_metrics_tuple"): ("compat.estimator.head.base_head", "create_eval_metrics_tuple"),
-    ("canned.head", "_summary_key"): ("compat.estimator.head.base_head", "suffixed"),
     ("canned.head", "_DEFAULT_SERVING_KEY"): ("compat.estimator.head.base_head", "DEFAULT_SERVING_KEY"),
     ("canned.head", "_CLASSIFY_SERVING_KEY"): ("compat.estimator.head.base_head", "CLASSIFY_SERVING_KEY"),
     ("canned.head", "_REGRESS_SERVING_KEY"): ("compat.estimator.head.base_head", "REGRESS_SERVING_KEY"),
@@ -125,7 +124,6 @@ RENAMED: dict[tuple[str, str], tuple[str, str]] = {
         "compat.estimator.canned.v1_heads",
         "MultiClassHeadV1",
     ),
-    ("canned.head", "_regression_head"): ("compat.estimator.canned.v1_heads", "RegressionHeadV1"),
     ("canned.head", "_BinaryLogisticHeadWithSigmoidCrossEntropyLoss"): (
         "compat.estimator.canned.v1_heads",
         "BinaryClassHeadV1",
@@ -152,8 +150,13 @@ RENAMED: dict[tuple[str, str], tuple[str, str]] = {
     ("canned.dnn", "dnn_logit_fn_builder"): ("compat.estimator.canned.dnn", "dnn_logit_fn_builder_v1"),
     ("canned.dnn", "dnn_logit_fn_builder_v2"): ("compat.estimator.canned.dnn", "dnn_logit_fn_builder"),
     ("canned.dnn", "_DNNModelV2"): ("compat.estimator.canned.dnn", "_DNNModel"),
+    ("canned.linear", "_validate_linear_sdca_optimizer_for_linear_classifier"): (
+        "compat.estimator.canned.linear",
+        "check_sdca_classifier",
+    ),
     ("canned.linear", "linear_logit_fn_builder"): ("compat.estimator.canned.linear", "linear_logit_fn_builder_v1"),
     ("canned.linear", "linear_logit_fn_builder_v2"): ("compat.estimator.canned.linear", "linear_logit_fn_builder"),
+    ("keras_lib", "model_to_estimator"): ("compat.estimator.keras_engine.engine", "keras_lib_model_to_estimator"),
     ("canned.kmeans", "KMeansClustering"): ("compat.estimator.canned.kmeans", "KMeans"),
     ("estimator", "EstimatorV2"): ("compat.estimator.estimator", "Estimator"),
     ("estimator", "maybe_overwrite_model_dir_and_session_config"): ("compat.estimator.base", "config_with_model_dir"),
@@ -163,7 +166,8 @@ RENAMED: dict[tuple[str, str], tuple[str, str]] = {
     ("estimator", "_check_listeners_type"): ("compat.estimator.estimator", "_check_listeners"),
     ("estimator", "_write_dict_to_summary"): ("compat.estimator.base", "write_dict_to_summary"),
     ("estimator", "_write_checkpoint_path_to_summary"): ("compat.estimator.base", "write_checkpoint_path_to_summary"),
-    ("estimator", "_check_checkpoint_available"): ("compat.estimator.base", "check_checkpoint_exists"),
+    ("estimator", "_check_checkpoint_available"): ("compat.estimator.base", "check_checkpoint_available"),
+    ("estimator_lib", "model_to_estimator"): ("compat.estimator.keras_engine.engine", "keras_lib_model_to_estimator"),
     ("estimator_lib", "KMeansClustering"): ("compat.estimator.canned.kmeans", "KMeans"),
     ("estimator_lib", "dnn_logit_fn_builder"): ("compat.estimator.canned.dnn", "dnn_logit_fn_builder_v1"),
     ("estimator_lib", "linear_logit_fn_builder"): ("compat.estimator.canned.linear", "linear_logit_fn_builder_v1"),
@@ -270,6 +274,18 @@ def _v1_canned_name(module: types.ModuleType, name: str) -> str | None:
     return None
 
 
+def _public_spellings(module_name: str, name: str) -> list[str]:
+    """What a private name of TF 2.15 is called here, where this project made it public: `_x` is `x`; in the
+    canned modules, where TF 2.15's unsuffixed functions were TF 1.x's (`_baseline_model_fn`) and TF2's carried
+    `_v2`, `_x` is `x_v1` (else `x`) and `_x_v2` is `x`."""
+    if not name.startswith("_") or name.startswith("__"):
+        return []
+    public = name[1:]
+    if not module_name.startswith("compat.estimator.canned."):
+        return [public]
+    return [public[: -len("_v2")]] if public.endswith("_v2") else [f"{public}_v1", public]
+
+
 def resolve(fullname: str, name: str) -> Any:
     """The value of `name` in TF 2.15's module `fullname`, from its counterpart here.
 
@@ -293,6 +309,9 @@ def resolve(fullname: str, name: str) -> Any:
                 return getattr(module, name_here)
         if hasattr(module, name):
             return getattr(module, name)
+        for spelled in _public_spellings(module_name, name):
+            if hasattr(module, spelled):
+                return getattr(module, spelled)
     public = importlib.import_module(_API_V2)
     if name in public.__all__:
         return getattr(public, name)  # a re-export of a public name (ModeKeys, VocabInfo, the hooks)

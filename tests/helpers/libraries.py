@@ -28,6 +28,8 @@ LIBRARIES = {
         "tf215_only": ["pandas==2.2.3", "python-dateutil==2.9.0.post0", "pytz==2025.2", "tzdata==2025.2"],
     },
     "tf_ranking": {"driver": "library_tf_ranking.py", "packages": ["tensorflow-ranking==0.5.5"], "tf215_only": []},
+    # TF Privacy subclasses TF 2.15's heads and calls its private model_fns (tensorflow_estimator paths).
+    "tf_privacy": {"driver": "library_tf_privacy.py", "packages": ["tensorflow-privacy==0.9.0"], "tf215_only": []},
     # Spleeter with the pure-Python packages its command line imports (typer, click, httpx for its model
     # provider, which downloads nothing here); its pandas, numpy and soundfile pins are older than this
     # project's, whose own are used here (the TF 2.15 environment gets the pinned ones).
@@ -103,13 +105,21 @@ def install(packages: list[str], python: str = sys.executable) -> str:
     return folder
 
 
-def run_driver(name: str, python: str, workdir: str, with_compat: bool, extra_sites: tuple[str, ...] = ()) -> dict:
-    """Runs library `name`'s driver under `python`; returns its JSON (status "ok" or "error" with the reason)."""
+def run_driver(
+    name: str,
+    python: str,
+    workdir: str,
+    with_compat: bool,
+    extra_sites: tuple[str, ...] = (),
+    extra_env: dict | None = None,
+) -> dict:
+    """Runs library `name`'s driver under `python` (with `extra_env` set, e.g. TF_USE_LEGACY_KERAS); returns its
+    JSON (status "ok" or "error" with the reason)."""
     library = LIBRARIES[name]
     sites = [install(library["packages"], python), *extra_sites]
     driver = os.path.join(HELPERS, library["driver"])
     path = [*sites, HELPERS, REPO] if with_compat else [*sites, HELPERS]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TF_CPP_MIN_LOG_LEVEL": "2", **(extra_env or {})}
     command = [python, "-c", INSTALL_THEN_RUN] if with_compat else [python]
     result = subprocess.run(
         [*command, driver, "--workdir", workdir], capture_output=True, text=True, env=env, cwd=workdir

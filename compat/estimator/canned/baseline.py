@@ -68,9 +68,11 @@ def baseline_model_fn(
     optimizer: Any = "Ftrl",
     weight_column: Any = None,
     config: Any = None,
+    loss_reduction: str | None = None,
 ) -> Any:
     """The model_fn of the baseline estimators: the bias through `head`, trained by `optimizer` (a name at 0.3,
-    an optimizer or a callable) with the global step as its step counter."""
+    an optimizer or a callable) with the global step as its step counter. The loss is scaled for the replicas
+    by `loss_reduction` (TF 2.15's argument), the head's where none is given."""
     del config
     trainable_variables, logits = baseline_logits_and_variables(features, head.logits_dimension, weight_column)
     if mode == ModeKeys.TRAIN:
@@ -78,7 +80,7 @@ def baseline_model_fn(
         common.start_counting_with_global_step(optimizer)
 
     def train_op_fn(loss: tf.Tensor) -> tf.Operation:
-        loss = base_head.scale_loss_for_replicas(loss, getattr(head, "loss_reduction", None))
+        loss = base_head.scale_loss_for_replicas(loss, loss_reduction or getattr(head, "loss_reduction", None))
         return optimizer.get_updates(loss, trainable_variables)[0]
 
     return head.create_estimator_spec(

@@ -100,17 +100,14 @@ def dnn_logit_fn_builder(
     feature_columns: Sequence,
     activation_fn: Callable,
     dropout: float | None,
-    input_layer_partitioner: Any = None,
     batch_norm: bool = False,
 ) -> Callable:
-    """A `logit_fn(features, mode)` -> `[batch_size, units]` logits of a DNN under the scope `dnn`
-    (tf.compat.v1.estimator.experimental.dnn_logit_fn_builder).
+    """A `logit_fn(features, mode)` -> `[batch_size, units]` logits of a DNN under the scope `dnn`, in the
+    argument order of TF 2.15's `dnn_logit_fn_builder_v2` (TF 1.x's, with its partitioner, is
+    `dnn_logit_fn_builder_v1`).
 
-    `units` is the head's `logits_dimension` (for a MultiHead, the sum of its
-    heads'). `input_layer_partitioner` is taken for TF 2.15's positional
-    signature and not used: TF2's input layer is not partitioned.
+    `units` is the head's `logits_dimension` (for a MultiHead, the sum of its heads').
     """
-    del input_layer_partitioner
     _check_units(units)
 
     def dnn_logit_fn(features: dict, mode: str) -> tf.Tensor:
@@ -147,11 +144,13 @@ def dnn_model_fn(
     activation_fn: Callable = tf.nn.relu,
     dropout: float | None = None,
     config: Any = None,
+    use_tpu: bool = False,
     batch_norm: bool = False,
 ) -> Any:
     """The model_fn of the DNN estimators: the DNN's logits through `head`, trained by `optimizer` (a name, an
-    optimizer or a callable: see optimizers.py) with the global step as its step counter."""
-    del config
+    optimizer or a callable: see optimizers.py) with the global step as its step counter. `use_tpu` (TF 2.15's
+    argument, in its place) asked for a TPUEstimatorSpec; an EstimatorSpec serves wherever that did off a TPU."""
+    del config, use_tpu
     common.check_features(features)
     logits, trainable_variables, update_ops = dnn_logits_and_variables(
         head.logits_dimension, hidden_units, feature_columns, activation_fn, dropout, batch_norm, features, mode
@@ -384,11 +383,13 @@ def dnn_model_fn_v1(
     dropout: float | None = None,
     input_layer_partitioner: Any = None,
     config: Any = None,
+    use_tpu: bool = False,
     batch_norm: bool = False,
 ) -> Any:
     """The model_fn of the v1 DNN estimators: the network under the variable scope `dnn` (the model's partitioner),
     its logits through `head`, trained by a tf.compat.v1.train `optimizer` (a name at 0.05, an optimizer or a callable,
-    called in every mode as TF 1.x did)."""
+    called in every mode as TF 1.x did). `use_tpu`: as `dnn_model_fn`'s."""
+    del use_tpu
     optimizer = optimizers.get_v1_optimizer_instance(optimizer, _V1_LEARNING_RATE)
     common.check_features(features)
     with tf.compat.v1.variable_scope(

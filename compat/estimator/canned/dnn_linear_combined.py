@@ -30,8 +30,8 @@ _DNN_LEARNING_RATE = 0.001
 _LINEAR_LEARNING_RATE = 0.005
 
 
-def _linear_learning_rate(number_of_columns: int) -> float:
-    return min(_LINEAR_LEARNING_RATE, 1.0 / math.sqrt(number_of_columns))
+def _linear_learning_rate(num_linear_feature_columns: int) -> float:
+    return min(_LINEAR_LEARNING_RATE, 1.0 / math.sqrt(num_linear_feature_columns))
 
 
 def _refuse_sync_replicas(optimizer: Any) -> None:
@@ -57,9 +57,11 @@ def dnn_linear_combined_model_fn(
     config: Any = None,
     batch_norm: bool = False,
     linear_sparse_combiner: str = "sum",
+    loss_reduction: str | None = None,
 ) -> Any:
     """The model_fn of the combined estimators: the sum of the DNN's and the linear model's logits through
-    `head`, each part trained by its own optimizer in one train op."""
+    `head`, each part trained by its own optimizer in one train op. The loss is scaled for the replicas by
+    `loss_reduction` (TF 2.15's argument), the head's where none is given."""
     del config
     common.check_features(features)
     if not linear_feature_columns and not dnn_feature_columns:
@@ -90,7 +92,7 @@ def dnn_linear_combined_model_fn(
         common.start_counting_with_global_step(parts[0][1])  # the other part's optimizer counts on its own
 
     def train_op_fn(loss: tf.Tensor) -> tf.Operation:
-        loss = base_head.scale_loss_for_replicas(loss, getattr(head, "loss_reduction", None))
+        loss = base_head.scale_loss_for_replicas(loss, loss_reduction or getattr(head, "loss_reduction", None))
         updates = []
         for _, optimizer, variables, update_ops in parts:
             updates.extend(optimizer.get_updates(loss, variables))

@@ -218,8 +218,9 @@ def _check_sdca_columns(optimizer: Any, feature_columns: Sequence, sparse_combin
         raise ValueError("V2 feature columns required when optimizer is a LinearSDCA object (tf.feature_column.*).")
 
 
-def _check_sdca_classifier(optimizer: Any, feature_columns: Sequence, n_classes: int, sparse_combiner: str) -> None:
-    """SDCA trains a binary classifier over TF2 columns with sparse_combiner 'sum' (TF 2.15's checks)."""
+def check_sdca_classifier(feature_columns: Sequence, n_classes: int, optimizer: Any, sparse_combiner: str) -> None:
+    """SDCA trains a binary classifier over TF2 columns with sparse_combiner 'sum' (TF 2.15's checks, in the
+    argument order of TF 2.15's `_validate_linear_sdca_optimizer_for_linear_classifier`)."""
     if _is_sdca(optimizer):
         _check_sdca_columns(optimizer, feature_columns, sparse_combiner)
         if n_classes > 2:
@@ -343,7 +344,7 @@ class LinearClassifier(Estimator):
         loss_reduction: str = common.SUM_OVER_BATCH_SIZE,
         sparse_combiner: str = "sum",
     ):
-        _check_sdca_classifier(optimizer, feature_columns, n_classes, sparse_combiner)
+        check_sdca_classifier(feature_columns, n_classes, optimizer, sparse_combiner)
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(
             model_fn=_model_fn(head, feature_columns, optimizer, sparse_combiner),
@@ -529,7 +530,7 @@ class LinearClassifierV1(Estimator):
         loss_reduction: str = v1_heads.V1Reduction.SUM,
         sparse_combiner: str = "sum",
     ):
-        _check_sdca_classifier(optimizer, feature_columns, n_classes, sparse_combiner)
+        check_sdca_classifier(feature_columns, n_classes, optimizer, sparse_combiner)
         head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(
             model_fn=_model_fn_v1(head, feature_columns, optimizer, partitioner, sparse_combiner),

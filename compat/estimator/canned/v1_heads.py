@@ -152,6 +152,11 @@ def v1_train_op(
         train_op = train_op_fn(loss)
     else:
         raise ValueError("train_op_fn and optimizer cannot both be None.")
+    return append_update_ops(train_op, update_ops)
+
+
+def append_update_ops(train_op: Any, update_ops: Sequence[Any] | None = None) -> Any:
+    """`train_op` with the graph's UPDATE_OPS (and `update_ops`) grouped in; itself when there are none."""
     updates = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS) + list(update_ops or [])
     return tf.group(train_op, *updates) if updates else train_op
 
@@ -174,12 +179,10 @@ class _V1Training(_HeadBase):
     def loss_reduction(self) -> str:
         return self._v1_reduction
 
-    def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
-        """The labels as the loss takes them (checked, vocabulary applied)."""
-        raise NotImplementedError
-
-    def _v1_losses(self, features: Any, logits: Any, labels: Any) -> tuple[tf.Tensor, tf.Tensor, Any]:
-        """(the reduced training loss, the unreduced loss `[D0, ... DN, k]`, the weights)."""
+    def create_loss(self, features: Any, mode: str, logits: Any, labels: Any) -> LossSpec:
+        """The reduced training loss, the unreduced loss `[D0, ... DN, k]`, the weights and the processed labels
+        (TF 1.x's `_Head.create_loss`, which libraries' heads call)."""
+        del mode  # the same loss in every mode
         with tf.name_scope("losses"):
             logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
             labels = self._processed_labels(logits, labels)
@@ -187,7 +190,7 @@ class _V1Training(_HeadBase):
             training_loss = tf.compat.v1.losses.compute_weighted_loss(
                 unreduced, weights=weights, reduction=self._v1_reduction
             )
-        return training_loss, unreduced, weights
+        return LossSpec(training_loss, unreduced, weights, labels)
 
     def loss(
         self,
@@ -198,8 +201,8 @@ class _V1Training(_HeadBase):
         regularization_losses: Sequence[Any] | None = None,
     ) -> tf.Tensor:
         """The weighted loss reduced by the v1 `loss_reduction`, plus the regularization losses."""
-        del mode  # the same loss in every mode
-        return base_head.add_regularization(self._v1_losses(features, logits, labels)[0], regularization_losses)
+        training_loss = self.create_loss(features, mode or ModeKeys.TRAIN, logits, labels).training_loss
+        return base_head.add_regularization(training_loss, regularization_losses)
 
     def _average_loss(self, training_loss: tf.Tensor, unreduced: tf.Tensor, weights: Any) -> tf.Tensor | None:
         """The training loss per unit of example weight, which TF 2.15 summarised for SUM only."""
@@ -221,6 +224,9 @@ class _V1Training(_HeadBase):
     ) -> EstimatorSpec:
         """The EstimatorSpec for `mode`, trained by a tf.compat.v1.train `optimizer` or `train_op_fn`
         (`trainable_variables` is not needed: `minimize` trains the graph's trainable variables)."""
+        spec = self._spec_from_tpu_spec(locals())  # a library's subclass building its own, as in TF 2.15
+        if spec is not None:
+            return spec
         del trainable_variables
         with tf.compat.v1.name_scope(self.name, "head"):
             predictions = self.predictions(logits)
@@ -228,7 +234,7 @@ class _V1Training(_HeadBase):
                 return EstimatorSpec(
                     mode=ModeKeys.PREDICT, predictions=predictions, export_outputs=self.export_outputs(predictions)
                 )
-            training_loss, unreduced, weights = self._v1_losses(features, logits, labels)
+            training_loss, unreduced, weights, _ = self.create_loss(features, mode, logits, labels)
             loss = base_head.add_regularization(training_loss, regularization_losses)
             if mode == ModeKeys.EVAL:
                 eval_metrics = self.update_metrics(
@@ -243,10 +249,10 @@ class _V1Training(_HeadBase):
                 )
             train_op = v1_train_op(loss, optimizer, train_op_fn, update_ops)
             average_loss = self._average_loss(training_loss, unreduced, weights)
-        base_head.add_loss_summaries(loss, regularization_losses, self.metric_key)
+        base_head.add_loss_summaries(loss, regularization_losses, self._summary_key)
         if average_loss is not None:
             with tf.compat.v1.name_scope(""):
-                tf.compat.v1.summary.scalar(self.metric_key(MetricKeys.LOSS_MEAN), average_loss)
+                tf.compat.v1.summary.scalar(self._summary_key(MetricKeys.LOSS_MEAN), average_loss)
         return EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions, loss=loss, train_op=train_op)
 
 
@@ -256,22 +262,44 @@ class BinaryClassHeadV1(_V1Training, BinaryClassHead):
     def __init__(
         self,
         weight_column: Any = None,
+        thresholds: Sequence[float] | None = None,
         label_vocabulary: Sequence[str] | None = None,
         loss_reduction: str = V1Reduction.SUM,
+        loss_fn: Callable | None = None,
         name: str | None = None,
     ):
-        super().__init__(weight_column=weight_column, label_vocabulary=label_vocabulary, name=name)
+        super().__init__(
+            weight_column=weight_column,
+            thresholds=thresholds,
+            label_vocabulary=label_vocabulary,
+            loss_fn=loss_fn,
+            name=name,
+        )
         self._set_v1_reduction(loss_reduction)
 
-    def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
-        return self._labels(logits, labels)
+    def _eval_metric_ops(
+        self,
+        labels: tf.Tensor,
+        logits: tf.Tensor,
+        logistic: tf.Tensor,
+        class_ids: tf.Tensor,
+        weights: Any,
+        unreduced_loss: tf.Tensor,
+        regularization_loss: tf.Tensor | None,
+    ) -> dict:
+        """The metrics of one batch from its tensors (TF 1.x's signature, which libraries' heads call)."""
+        del logits  # the logistic carries them
+        losses = _as_list(regularization_loss)
+        return self._update_metric_values(
+            self.metrics(losses), labels, logistic, class_ids, weights, unreduced_loss, losses
+        )
 
     def metrics(self, regularization_losses: Sequence[Any] | None = None) -> dict:
         """The TF2 head's metrics, with TF 1.x's sums of the AUCs."""
         eval_metrics = super().metrics(regularization_losses)
         with tf.name_scope("metrics"):
-            eval_metrics[self.metric_key(MetricKeys.AUC)] = _V1Auc(name=MetricKeys.AUC)
-            eval_metrics[self.metric_key(MetricKeys.AUC_PR)] = _V1Auc(curve="PR", name=MetricKeys.AUC_PR)
+            eval_metrics[self._summary_key(MetricKeys.AUC)] = _V1Auc(name=MetricKeys.AUC)
+            eval_metrics[self._summary_key(MetricKeys.AUC_PR)] = _V1Auc(curve="PR", name=MetricKeys.AUC_PR)
         return eval_metrics
 
 
@@ -284,13 +312,25 @@ class MultiClassHeadV1(_V1Training, MultiClassHead):
         weight_column: Any = None,
         label_vocabulary: Sequence[str] | None = None,
         loss_reduction: str = V1Reduction.SUM,
+        loss_fn: Callable | None = None,
         name: str | None = None,
     ):
-        super().__init__(n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary, name=name)
+        super().__init__(
+            n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary, loss_fn=loss_fn, name=name
+        )
         self._set_v1_reduction(loss_reduction)
 
-    def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
-        return self._label_ids(logits, labels)
+    def _eval_metric_ops(
+        self,
+        labels: tf.Tensor,
+        class_ids: tf.Tensor,
+        weights: Any,
+        unreduced_loss: tf.Tensor,
+        regularization_loss: tf.Tensor | None,
+    ) -> dict:
+        """The metrics of one batch from its tensors (TF 1.x's signature, which libraries' heads call)."""
+        losses = _as_list(regularization_loss)
+        return self._update_metric_values(self.metrics(losses), labels, class_ids, weights, unreduced_loss, losses)
 
 
 class RegressionHeadV1(_V1Training, RegressionHead):
@@ -301,13 +341,56 @@ class RegressionHeadV1(_V1Training, RegressionHead):
         label_dimension: int = 1,
         weight_column: Any = None,
         loss_reduction: str = V1Reduction.SUM,
+        loss_fn: Callable | None = None,
+        inverse_link_fn: Callable | None = None,
         name: str | None = None,
     ):
-        super().__init__(label_dimension=label_dimension, weight_column=weight_column, name=name)
+        super().__init__(
+            label_dimension=label_dimension,
+            weight_column=weight_column,
+            loss_fn=loss_fn,
+            inverse_link_fn=inverse_link_fn,
+            name=name,
+        )
         self._set_v1_reduction(loss_reduction)
 
-    def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
-        return self._labels(logits, labels)
+    def _eval_metric_ops(
+        self,
+        predicted_value: tf.Tensor,
+        labels: tf.Tensor,
+        weights: Any,
+        unreduced_loss: tf.Tensor,
+        regularization_loss: tf.Tensor | None,
+    ) -> dict:
+        """The metrics of one batch from its tensors (TF 1.x's signature, which libraries' heads call)."""
+        losses = _as_list(regularization_loss)
+        return self._update_metric_values(
+            self.metrics(losses), predicted_value, labels, weights, unreduced_loss, losses
+        )
+
+
+def _as_list(regularization_loss: tf.Tensor | None) -> list | None:
+    """TF 1.x's heads took the regularization loss summed; TF2's take the list of losses."""
+    return None if regularization_loss is None else [regularization_loss]
+
+
+def regression_head(
+    weight_column: Any = None,
+    label_dimension: int = 1,
+    loss_reduction: str = V1Reduction.SUM,
+    loss_fn: Callable | None = None,
+    inverse_link_fn: Callable | None = None,
+    name: str | None = None,
+) -> RegressionHeadV1:
+    """TF 1.x's regression head in the argument order of TF 2.15's `canned.head._regression_head` (the weight
+    column first, unlike the class)."""
+    return RegressionHeadV1(label_dimension, weight_column, loss_reduction, loss_fn, inverse_link_fn, name)
+
+
+def summary_key(head_name: str | None, val: str) -> str:
+    """A summary key of a named head, `val/head_name`, in the argument order of TF 2.15's `canned.head._summary_key`
+    (the head's name first)."""
+    return base_head.suffixed(val, head_name)
 
 
 def classifier_head_v1(

@@ -21,6 +21,7 @@ key and value for value:
 from __future__ import annotations
 
 import abc
+import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -134,10 +135,40 @@ class Head(abc.ABC):
         update_ops: Sequence[Any] | None = None,
         regularization_losses: Sequence[Any] | None = None,
     ) -> EstimatorSpec:
-        """The EstimatorSpec for `mode`. A Head subclass that is not one of tf.estimator's implements it."""
-        raise NotImplementedError(
-            "Subclasses of Head must implement `create_estimator_spec()` or _create_tpu_estimator_spec()."
-        )
+        """The EstimatorSpec for `mode`. A Head subclass that is not one of tf.estimator's implements it, or
+        `_create_tpu_estimator_spec`."""
+        spec = self._spec_from_tpu_spec(locals())
+        if spec is None:
+            raise NotImplementedError(
+                "Subclasses of Head must implement `create_estimator_spec()` or _create_tpu_estimator_spec()."
+            )
+        return spec
+
+    def _create_tpu_estimator_spec(
+        self,
+        features: Any,
+        mode: str,
+        logits: Any,
+        labels: Any = None,
+        optimizer: Any = None,
+        trainable_variables: Sequence[tf.Variable] | None = None,
+        train_op_fn: Callable[[tf.Tensor], Any] | None = None,
+        update_ops: Sequence[Any] | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> Any:
+        """A `_TPUEstimatorSpec` for `mode`: TF 2.15's way for a head to build its spec. A subclass that defines
+        it (a custom head, or a library's subclass of a tf.estimator head, such as a differentially private
+        one) is built through it by `create_estimator_spec`, as TF 2.15 built it."""
+        raise NotImplementedError
+
+    def _spec_from_tpu_spec(self, arguments: dict) -> EstimatorSpec | None:
+        """The EstimatorSpec of a subclass's own `_create_tpu_estimator_spec`, or None where none is defined."""
+        if type(self)._create_tpu_estimator_spec is Head._create_tpu_estimator_spec:
+            return None
+        # a TF 1.x head's takes fewer arguments (no trainable_variables, no update_ops)
+        accepted = inspect.signature(self._create_tpu_estimator_spec).parameters
+        arguments = {name: value for name, value in arguments.items() if name in accepted}
+        return self._create_tpu_estimator_spec(**arguments).as_estimator_spec()
 
 
 class SingleHead(Head):
@@ -147,7 +178,7 @@ class SingleHead(Head):
     rest is the same for every tf.estimator head.
     """
 
-    def metric_key(self, key: str) -> str:
+    def _summary_key(self, key: str) -> str:
         """`key`, with `/<name>` appended when the head has a name."""
         return suffixed(key, self.name)
 
@@ -175,6 +206,9 @@ class SingleHead(Head):
         `train_op_fn(loss)` (exactly one of them), `update_ops` grouped in, and
         loss summaries.
         """
+        spec = self._spec_from_tpu_spec(locals())
+        if spec is not None:
+            return spec
         with tf.compat.v1.name_scope(self.name, "head"):
             predictions = self.predictions(logits)
             if mode == ModeKeys.PREDICT:
@@ -198,7 +232,7 @@ class SingleHead(Head):
                 eval_metrics, features, logits, labels, regularization_losses=regularization_losses
             )
             return EstimatorSpec(mode=ModeKeys.EVAL, predictions=predictions, loss=loss, eval_metric_ops=eval_metrics)
-        add_loss_summaries(loss, regularization_losses, self.metric_key)
+        add_loss_summaries(loss, regularization_losses, self._summary_key)
         return EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions, loss=loss, train_op=train_op)
 
 
@@ -245,8 +279,8 @@ def validate_n_classes(n_classes: Any) -> Any:
     return n_classes
 
 
-def check_prediction_keys(keys: Iterable[str], valid_keys: Sequence[str]) -> None:
-    for key in keys:
+def check_prediction_keys(pred_keys: Iterable[str], valid_keys: Sequence[str]) -> None:
+    for key in pred_keys:
         if key not in valid_keys:
             raise ValueError(
                 f"Prediction key must be in PredictionKeys, given: {key}. Valid prediction keys include "

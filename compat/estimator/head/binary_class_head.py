@@ -110,7 +110,7 @@ class BinaryClassHead(base_head.SingleHead):
     def loss_reduction(self) -> str:
         return self._loss_reduction
 
-    def _labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
+    def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
         """float32 labels `[D0, ... DN, 1]` in [0, 1] (vocabulary strings as their ids)."""
         labels = base_head.check_dense_labels_match_logits_and_reshape(labels, logits, 1)
         if self._label_vocabulary is not None:
@@ -137,7 +137,7 @@ class BinaryClassHead(base_head.SingleHead):
         del mode  # the same loss in every mode
         with tf.name_scope("losses"):
             logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-            labels = self._labels(logits, labels)
+            labels = self._processed_labels(logits, labels)
             unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
             return base_head.reduced_training_loss(
                 unweighted_loss, weights, self._loss_reduction, regularization_losses
@@ -180,13 +180,13 @@ class BinaryClassHead(base_head.SingleHead):
         return tf.strings.as_string(class_ids, name="str_classes")
 
     def _threshold_keys(self, template: str) -> list:
-        return [self.metric_key(template % threshold) for threshold in self._thresholds]
+        return [self._summary_key(template % threshold) for threshold in self._thresholds]
 
     def metrics(self, regularization_losses: Sequence[Any] | None = None) -> dict:
         """average_loss, accuracy, precision, recall, prediction/mean, label/mean, accuracy_baseline, auc,
         auc_precision_recall (each `/<name>`-suffixed), regularization_loss when there are regularization
         losses, and accuracy, precision and recall at each threshold."""
-        keys, key = MetricKeys, self.metric_key
+        keys, key = MetricKeys, self._summary_key
         with tf.name_scope("metrics"):
             label_mean = tf_keras.metrics.Mean(name=keys.LABEL_MEAN)
             eval_metrics = {
@@ -224,12 +224,32 @@ class BinaryClassHead(base_head.SingleHead):
     ) -> dict:
         """Updates the metrics of `metrics()` with one batch; class ids for accuracy, precision and recall, the
         logistic for the means, AUCs and threshold metrics, all weighted by the example weights."""
-        keys, key = MetricKeys, self.metric_key
         predictions = self.predictions(logits, [PredictionKeys.CLASS_IDS, PredictionKeys.LOGISTIC])
-        class_ids, logistic = predictions[PredictionKeys.CLASS_IDS], predictions[PredictionKeys.LOGISTIC]
         logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-        labels = self._labels(logits, labels)
+        labels = self._processed_labels(logits, labels)
         unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
+        return self._update_metric_values(
+            eval_metrics,
+            labels,
+            predictions[PredictionKeys.LOGISTIC],
+            predictions[PredictionKeys.CLASS_IDS],
+            weights,
+            unweighted_loss,
+            regularization_losses,
+        )
+
+    def _update_metric_values(
+        self,
+        eval_metrics: dict,
+        labels: tf.Tensor,
+        logistic: tf.Tensor,
+        class_ids: tf.Tensor,
+        weights: Any,
+        unweighted_loss: tf.Tensor,
+        regularization_losses: Sequence[Any] | None,
+    ) -> dict:
+        """`update_metrics` from the batch's processed labels, predictions, weights and unweighted loss."""
+        keys, key = MetricKeys, self._summary_key
         eval_metrics[key(keys.LOSS_MEAN)].update_state(values=unweighted_loss, sample_weight=weights)
         for name in (keys.ACCURACY, keys.PRECISION, keys.RECALL):
             eval_metrics[key(name)].update_state(y_true=labels, y_pred=class_ids, sample_weight=weights)

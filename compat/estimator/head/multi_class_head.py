@@ -89,7 +89,7 @@ class MultiClassHead(base_head.SingleHead):
     def loss_reduction(self) -> str:
         return self._loss_reduction
 
-    def _label_ids(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
+    def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
         """Integer label ids `[D0, ... DN, 1]` in [0, n_classes)."""
         labels = base_head.check_dense_labels_match_logits_and_reshape(labels, logits, 1)
         if self._label_vocabulary is None:
@@ -127,7 +127,7 @@ class MultiClassHead(base_head.SingleHead):
         del mode  # the same loss in every mode
         with tf.name_scope("losses"):
             logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-            label_ids = self._label_ids(logits, labels)
+            label_ids = self._processed_labels(logits, labels)
             unweighted_loss, weights = self._unweighted_loss_and_weights(logits, label_ids, features)
             return base_head.reduced_training_loss(
                 unweighted_loss, weights, self._loss_reduction, regularization_losses
@@ -166,7 +166,7 @@ class MultiClassHead(base_head.SingleHead):
     def metrics(self, regularization_losses: Sequence[Any] | None = None) -> dict:
         """average_loss and accuracy (`/<name>`-suffixed), and regularization_loss when there are regularization
         losses."""
-        keys, key = MetricKeys, self.metric_key
+        keys, key = MetricKeys, self._summary_key
         with tf.name_scope("metrics"):
             eval_metrics = {key(keys.LOSS_MEAN): tf_keras.metrics.Mean(name=keys.LOSS_MEAN)}
             if regularization_losses is not None:
@@ -183,11 +183,25 @@ class MultiClassHead(base_head.SingleHead):
         regularization_losses: Sequence[Any] | None = None,
     ) -> dict:
         """Updates the metrics of `metrics()` with one batch, weighted by the example weights."""
-        keys, key = MetricKeys, self.metric_key
         class_ids = self.predictions(logits, [PredictionKeys.CLASS_IDS])[PredictionKeys.CLASS_IDS]
         logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-        label_ids = self._label_ids(logits, labels)
+        label_ids = self._processed_labels(logits, labels)
         unweighted_loss, weights = self._unweighted_loss_and_weights(logits, label_ids, features)
+        return self._update_metric_values(
+            eval_metrics, label_ids, class_ids, weights, unweighted_loss, regularization_losses
+        )
+
+    def _update_metric_values(
+        self,
+        eval_metrics: dict,
+        label_ids: tf.Tensor,
+        class_ids: tf.Tensor,
+        weights: Any,
+        unweighted_loss: tf.Tensor,
+        regularization_losses: Sequence[Any] | None,
+    ) -> dict:
+        """`update_metrics` from the batch's label ids, class ids, weights and unweighted loss."""
+        keys, key = MetricKeys, self._summary_key
         eval_metrics[key(keys.LOSS_MEAN)].update_state(values=unweighted_loss, sample_weight=weights)
         eval_metrics[key(keys.ACCURACY)].update_state(y_true=label_ids, y_pred=class_ids, sample_weight=weights)
         base_head.update_regularization_metric(eval_metrics, key(keys.LOSS_REGULARIZATION), regularization_losses)

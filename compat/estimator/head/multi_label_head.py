@@ -128,7 +128,7 @@ class MultiLabelHead(base_head.SingleHead):
         with tf.control_dependencies([checked]):
             return tf.sparse.to_indicator(labels, self._n_classes)
 
-    def _labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
+    def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
         """Multi-hot labels `[D0, ... DN, n_classes]` (int64 from a SparseTensor), checked against the logits."""
         if labels is None:
             raise ValueError(base_head.LABELS_NONE_MESSAGE)
@@ -165,7 +165,7 @@ class MultiLabelHead(base_head.SingleHead):
         del mode  # the same loss in every mode
         with tf.name_scope("losses"):
             logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-            labels = self._labels(logits, labels)
+            labels = self._processed_labels(logits, labels)
             unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
             return base_head.reduced_training_loss(
                 unweighted_loss, weights, self._loss_reduction, regularization_losses
@@ -189,7 +189,7 @@ class MultiLabelHead(base_head.SingleHead):
         return predictions
 
     def _threshold_keys(self, template: str) -> list:
-        return [self.metric_key(template % threshold) for threshold in self._thresholds]
+        return [self._summary_key(template % threshold) for threshold in self._thresholds]
 
     def _class_keys(self, id_template: str, name_template: str) -> list:
         """Per-class metric keys: by class id, or by class name when there is a vocabulary."""
@@ -199,7 +199,7 @@ class MultiLabelHead(base_head.SingleHead):
             keys = [
                 name_template % self._label_vocabulary[class_id] for class_id in self._classes_for_class_based_metrics
             ]
-        return [self.metric_key(key) for key in keys]
+        return [self._summary_key(key) for key in keys]
 
     def _per_class_keys(self) -> list:
         """(probability mean, AUC, PR AUC) keys of each class of `classes_for_class_based_metrics`."""
@@ -216,7 +216,7 @@ class MultiLabelHead(base_head.SingleHead):
         """average_loss, auc, auc_precision_recall (`/<name>`-suffixed), regularization_loss when there are
         regularization losses, accuracy, precision and recall at each threshold, and probability mean, AUC and PR
         AUC of each class of `classes_for_class_based_metrics`."""
-        keys, key = MetricKeys, self.metric_key
+        keys, key = MetricKeys, self._summary_key
         with tf.name_scope("metrics"):
             eval_metrics = {
                 key(keys.LOSS_MEAN): tf_keras.metrics.Mean(name=keys.LOSS_MEAN),
@@ -249,9 +249,9 @@ class MultiLabelHead(base_head.SingleHead):
         regularization_losses: Sequence[Any] | None = None,
     ) -> dict:
         """Updates the metrics of `metrics()` with one batch, weighted by the example weights."""
-        keys, key = MetricKeys, self.metric_key
+        keys, key = MetricKeys, self._summary_key
         logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-        labels = self._labels(logits, labels)
+        labels = self._processed_labels(logits, labels)
         unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
         probabilities = self.predictions(logits, [PredictionKeys.PROBABILITIES])[PredictionKeys.PROBABILITIES]
         eval_metrics[key(keys.LOSS_MEAN)].update_state(values=unweighted_loss, sample_weight=weights)

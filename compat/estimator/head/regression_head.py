@@ -72,7 +72,7 @@ class RegressionHead(base_head.SingleHead):
     def loss_reduction(self) -> str:
         return self._loss_reduction
 
-    def _labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
+    def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
         labels = base_head.check_dense_labels_match_logits_and_reshape(labels, logits, self._logits_dimension)
         return tf.cast(labels, tf.float32)
 
@@ -102,7 +102,7 @@ class RegressionHead(base_head.SingleHead):
         del mode  # the same loss in every mode
         with tf.name_scope("losses"):
             logits = base_head.check_logits_final_dim(logits, self._logits_dimension)
-            labels = self._labels(logits, labels)
+            labels = self._processed_labels(logits, labels)
             unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
             return base_head.reduced_training_loss(
                 unweighted_loss, weights, self._loss_reduction, regularization_losses
@@ -125,7 +125,7 @@ class RegressionHead(base_head.SingleHead):
     def metrics(self, regularization_losses: Sequence[Any] | None = None) -> dict:
         """average_loss, prediction/mean and label/mean (`/<name>`-suffixed), and regularization_loss when there
         are regularization losses."""
-        keys, key = MetricKeys, self.metric_key
+        keys, key = MetricKeys, self._summary_key
         with tf.name_scope("metrics"):
             eval_metrics = {
                 key(keys.LOSS_MEAN): tf_keras.metrics.Mean(name=keys.LOSS_MEAN),
@@ -145,11 +145,25 @@ class RegressionHead(base_head.SingleHead):
         regularization_losses: Sequence[Any] | None = None,
     ) -> dict:
         """Updates the metrics of `metrics()` with one batch, weighted by the example (or value) weights."""
-        keys, key = MetricKeys, self.metric_key
         predicted = self.predictions(logits)[PredictionKeys.PREDICTIONS]
         logits = base_head.check_logits_final_dim(logits, self._logits_dimension)
-        labels = self._labels(logits, labels)
+        labels = self._processed_labels(logits, labels)
         unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
+        return self._update_metric_values(
+            eval_metrics, predicted, labels, weights, unweighted_loss, regularization_losses
+        )
+
+    def _update_metric_values(
+        self,
+        eval_metrics: dict,
+        predicted: tf.Tensor,
+        labels: tf.Tensor,
+        weights: Any,
+        unweighted_loss: tf.Tensor,
+        regularization_losses: Sequence[Any] | None,
+    ) -> dict:
+        """`update_metrics` from the batch's predicted values, processed labels, weights and unweighted loss."""
+        keys, key = MetricKeys, self._summary_key
         eval_metrics[key(keys.LOSS_MEAN)].update_state(values=unweighted_loss, sample_weight=weights)
         eval_metrics[key(keys.LABEL_MEAN)].update_state(values=labels, sample_weight=weights)
         base_head.update_metric_with_broadcast_weights(eval_metrics[key(keys.PREDICTION_MEAN)], predicted, weights)

@@ -188,4 +188,31 @@ def model_to_estimator(
     )
 
 
+def keras_lib_model_to_estimator(
+    keras_model: keras.Model | None = None,
+    keras_model_path: str | None = None,
+    custom_objects: dict | None = None,
+    model_dir: str | None = None,
+    config: RunConfig | None = None,
+    checkpoint_format: str = "saver",
+    use_v2_estimator: bool = False,
+    metric_names_map: dict | None = None,
+    export_outputs: dict | None = None,
+) -> KerasEstimator:
+    """`model_to_estimator` in the signature of TF 2.15's `tensorflow_estimator...keras_lib.model_to_estimator`,
+    which Keras 2's own `model_to_estimator` (keras 2.x, tf_keras) called. `use_v2_estimator` chose between
+    TF 2.15's two Estimator classes; here one class serves both."""
+    del use_v2_estimator
+    return model_to_estimator(
+        keras_model,
+        keras_model_path,
+        custom_objects,
+        model_dir,
+        config,
+        checkpoint_format,
+        metric_names_map,
+        export_outputs,
+    )
+
+
 Estimator.register(KerasEstimator)  # isinstance(model_to_estimator(...), tf.estimator.Estimator), as in TF 2.15

@@ -47,6 +47,47 @@ class ExportSavedModelApiVersion(enum.IntEnum):
     V2 = 2
 
 
+class BatchConfig(
+    collections.namedtuple(
+        "BatchConfig",
+        ["num_batch_threads", "max_batch_size", "batch_timeout_micros", "allowed_batch_sizes", "max_enqueued_batches"],
+    )
+):
+    """How TF 2.15 batched requests for a model served on a TPU (`model_fn_inference_on_tpu`); libraries that
+    export for TPUs (AdaNet) make one. Off a TPU it configures nothing."""
+
+    def __new__(
+        cls,
+        num_batch_threads: int,
+        max_batch_size: int,
+        batch_timeout_micros: int,
+        allowed_batch_sizes: Any,
+        max_enqueued_batches: int = 100,
+    ):
+        return super().__new__(
+            cls, num_batch_threads, max_batch_size, batch_timeout_micros, allowed_batch_sizes, max_enqueued_batches
+        )
+
+
+def model_fn_inference_on_tpu(
+    model_fn: Callable,
+    features: Any,
+    labels: Any = None,
+    config: Any = None,
+    params: Any = None,
+    batch_config: Any = None,
+) -> Any:
+    """TF 2.15 rewrote `model_fn` to serve on a TPU: there is no TPU here.
+
+    Raises:
+      ValueError: always, naming the way to export for a CPU or GPU.
+    """
+    raise ValueError(
+        "model_fn_inference_on_tpu serves a model on a TPU, which compat.estimator does not drive: export with "
+        "TPUEstimator(export_to_tpu=False) or Estimator.export_saved_model, which serve on the CPU or GPU"
+    )
+
+
 def _call_with_tensors(fn: Callable, tensors: Any) -> Any:
     """`fn(*tensors)` for a list, `fn(**tensors)` for a dict: how TF 2.15 called metric_fn and host_call's fn."""
     if isinstance(tensors, dict):
