@@ -336,16 +336,18 @@ def test_the_multi_worker_tutorials_cluster_with_eager_disabled_trains_evaluates
     assert abs(ours["evaluator"]["accuracy"] - recorded["evaluator"]["accuracy"]) <= 0.05
 
 
-@pytest.mark.parametrize("mode", ["eager", "graph"])
-def test_the_multi_worker_tutorial_as_written_two_workers_and_keras_layers_finish_as_on_tf215(tmp_path, mode):
+@pytest.mark.parametrize("mode,keras", [("eager", "3"), ("graph", "3"), ("eager", "legacy")])
+def test_the_multi_worker_tutorial_as_written_two_workers_and_keras_layers_finish_as_on_tf215(tmp_path, mode, keras):
     """TensorFlow's "Multi-worker training with Estimator" tutorial as its readers ran it: a TF_CONFIG of two
     workers and no chief (worker 0 leads), a tf.keras.Sequential model_fn under MultiWorkerMirroredStrategy,
-    with eager execution on and disabled. Both workers reach step 200; the folder holds TF 2.15's checkpoints
-    and variable names (TF 2.15's worker 1 also left throwaway copies in tmp_worker_1: not written here)."""
+    with eager execution on and disabled, and with tf.keras as Keras 2 (TF_USE_LEGACY_KERAS=1). Both workers reach
+    step 200; the folder holds TF 2.15's checkpoints and variable names (TF 2.15's worker 1 also left throwaway
+    copies in tmp_worker_1: not written here)."""
     program = os.path.join(HELPERS, "multi_worker_keras_tutorial.py")
     flags = ["--compat"] + (["--graph"] if mode == "graph" else [])
     result = subprocess.run([sys.executable, program, "--cluster", sys.executable, str(tmp_path / "model"), "200",
-                             *flags], capture_output=True, text=True, timeout=400, cwd=REPO)
+                             *flags], capture_output=True, text=True, timeout=400, cwd=REPO,
+                            env={**os.environ, "TF_USE_LEGACY_KERAS": "1" if keras == "legacy" else "0"})
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     ours = last_json(result.stdout)
     recorded = json.load(open(os.path.join(REPO, "tests", "data", "tf215_multi_worker_keras_tutorial.json")))[mode]

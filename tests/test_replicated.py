@@ -49,12 +49,14 @@ def test_mirrored_strategy_over_two_devices_trains_evaluates_predicts_and_export
     assert_as_tf215(last_json(result.stdout), TF215["mirrored"][kind])
 
 
-def test_a_model_fn_of_keras_layers_is_replicated_with_tf_2_15s_checkpoint_keys(tmp_path):
+@pytest.mark.parametrize("keras", ["3", "legacy"])
+def test_a_model_fn_of_keras_layers_is_replicated_with_tf_2_15s_checkpoint_keys(tmp_path, keras):
     """tf.keras layers in a model_fn under MirroredStrategy: one mirrored variable each, saved under TF 2.15's
     keys (no `/replica_1` copies), trained, evaluated, predicted and exported. Batch norm's moving statistics
     are updated here (TF 2.15's Keras 2 layers left them at their initial values in a graph: docs/estimator.md),
-    so the accuracy is TF 2.15's or better."""
-    result = run_program(str(tmp_path / "model"), "keras", "mirrored", "200")
+    so the accuracy is TF 2.15's or better; tf_keras' layers (TF_USE_LEGACY_KERAS=1) replicate too."""
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1" if keras == "legacy" else "0"}
+    result = run_program(str(tmp_path / "model"), "keras", "mirrored", "200", env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     ours, recorded = last_json(result.stdout), TF215["mirrored"]["keras"]
     for key in ("variables", "global_step", "metric_keys", "signatures"):
