@@ -55,11 +55,11 @@ def _checked_input_fn(input_fn: Callable) -> Callable:
 
 def _checked_hooks(hooks: Iterable | None) -> tuple:
     """SessionRunHooks, or Keras callbacks (which a model_to_estimator Estimator calls as hooks)."""
-    import keras
+    from compat.estimator.keras_engine.legacy import callback_classes
 
     hooks = tuple(hooks or ())
     for hook in hooks:
-        if not isinstance(hook, (tf.compat.v1.train.SessionRunHook, keras.callbacks.Callback)):
+        if not isinstance(hook, (tf.compat.v1.train.SessionRunHook, *callback_classes())):
             raise TypeError(f"All hooks must be `SessionRunHook` instances, given: {hook}")
     return hooks
 

@@ -59,9 +59,8 @@ def dnn_linear_combined_model_fn(
     linear_sparse_combiner: str = "sum",
     loss_reduction: str | None = None,
 ) -> Any:
-    """The model_fn of the combined estimators: the sum of the DNN's and the linear model's logits through
-    `head`, each part trained by its own optimizer in one train op. The loss is scaled for the replicas by
-    `loss_reduction` (TF 2.15's argument), the head's where none is given."""
+    """The model_fn of the combined estimators: the DNN's and the linear model's logits summed through `head`,
+    each part trained by its own optimizer in one train op; `loss_reduction` (default: the head's) scales it."""
     del config
     common.check_features(features)
     if not linear_feature_columns and not dnn_feature_columns:

@@ -9,6 +9,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from compat.estimator.keras_engine.legacy import callback_classes
+
 FEATURES_AND_WEIGHTS = {"features", "sample_weights"}
 
 
@@ -78,7 +80,7 @@ def split_hooks(hooks: Iterable | None) -> tuple[list[keras.callbacks.Callback],
     """(Keras callbacks, SessionRunHooks); anything else is refused, naming it."""
     callbacks, session_hooks = [], []
     for hook in hooks or ():
-        if isinstance(hook, keras.callbacks.Callback):
+        if isinstance(hook, callback_classes()):
             callbacks.append(hook)
         elif isinstance(hook, tf.compat.v1.train.SessionRunHook):
             session_hooks.append(hook)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
 import types
 from typing import Any
 
@@ -97,6 +98,19 @@ def _object(kind, spec: Any) -> Any:
 
 def _metric(spec: Any) -> Any:
     return spec.get("config", {}).get("name", spec["class_name"]) if isinstance(spec, dict) else spec
+
+
+def is_keras2_model(model: Any) -> bool:
+    """Whether `model` is a Keras 2 model (tf_keras'; tf.keras's under TF_USE_LEGACY_KERAS=1)."""
+    tf_keras = sys.modules.get("tf_keras")
+    return tf_keras is not None and isinstance(model, tf_keras.Model)
+
+
+def callback_classes() -> tuple[type, ...]:
+    """The Keras callback base classes a model_to_estimator Estimator calls as hooks: Keras 3's, and Keras 2's
+    (`tf.keras.callbacks.Callback` under TF_USE_LEGACY_KERAS=1) where tf_keras is loaded."""
+    tf_keras = sys.modules.get("tf_keras")
+    return (keras.callbacks.Callback, *((tf_keras.callbacks.Callback,) if tf_keras is not None else ()))
 
 
 def compile_from_keras2_h5(model: keras.Model, path: str) -> None:

@@ -8,6 +8,7 @@ import contextlib
 import copy as copy_lib
 import dataclasses
 import os
+import tempfile
 from typing import Any
 
 import keras
@@ -122,6 +123,27 @@ def load_model(path: str, custom_objects: dict | None) -> keras.Model:
     return model
 
 
+def _keras3_copy(model: Any, custom_objects: dict | None) -> keras.Model:
+    """A Keras 3 copy of a Keras 2 model (tf_keras, or tf.keras under TF_USE_LEGACY_KERAS=1): its layers, weights
+    and compile config, through the H5 file Keras 2 writes, as a `.h5` of TF 2.15's loads. The engine trains
+    the copy; the checkpoints it writes are TF 2.15's model_to_estimator's (checkpoint.py)."""
+    if not getattr(model, "_is_compiled", False) or getattr(model, "optimizer", None) is None:
+        raise ValueError(
+            "The given keras model has not been compiled yet. Please compile the model with "
+            "`model.compile()` before calling `model_to_estimator()`."
+        )
+    with tempfile.TemporaryDirectory(prefix="keras2-model-") as folder:
+        path = os.path.join(folder, "model.h5")
+        model.save(path, save_format="h5")
+        try:
+            return load_model(path, custom_objects)
+        except (TypeError, ValueError, KeyError) as error:
+            raise ValueError(
+                f"model_to_estimator: this Keras 2 (tf_keras) model does not convert to Keras 3 ({error}); pass "
+                "its custom layers in custom_obj= as Keras 3 classes, or rebuild the model with keras (Keras 3)"
+            ) from error
+
+
 def compiled_model(
     keras_model: keras.Model | None, keras_model_path: str | None, custom_objects: dict | None, checkpoint_format: str
 ) -> keras.Model:
@@ -133,6 +155,8 @@ def compiled_model(
     if keras_model_path is not None:
         keras_model = load_model(keras_model_path, custom_objects)
     assert keras_model is not None  # one of the two was given
+    if keras_legacy.is_keras2_model(keras_model):
+        keras_model = _keras3_copy(keras_model, custom_objects)
     if getattr(keras_model, "optimizer", None) is None or not keras_model.compiled:
         raise ValueError(
             "The given keras model has not been compiled yet. Please compile the model with "
