@@ -230,10 +230,11 @@ class EstimatorBase(abc.ABC):
     engine: ClassVar[str] = "graph"
     keras_recipe: Any = None
 
-    def trained_keras_model(self, checkpoint_path: str | None = None) -> Any:
-        """The Keras model this Estimator trained, with its weights (a model_to_estimator Estimator's), else
-        None: `to_keras` converts the others from their recipe or their export."""
-        del checkpoint_path
+    def trained_keras_model(self, checkpoint_path: str | None = None, keras_2: bool | None = None) -> Any:
+        """The Keras model this Estimator trained, with its weights (a model_to_estimator Estimator's: Keras 2
+        where it was made from a Keras 2 model, or as `keras_2` says), else None: `to_keras` converts the
+        others from their recipe or their export."""
+        del checkpoint_path, keras_2
         return None
 
     @abc.abstractmethod

@@ -58,6 +58,7 @@ def to_keras(
     export_dir_base: str | None = None,
     feature_dtypes: Mapping[str, str] | None = None,
     portable: bool = False,
+    keras_2: bool | None = None,
 ) -> Any:
     """A Keras 3 model that predicts what `estimator` predicts, with its trained weights.
 
@@ -75,6 +76,8 @@ def to_keras(
       portable: return a canned Estimator's model in two, `(preprocess, core)` (keras_canned.Portable):
         the string lookups, hashing and crosses (TensorFlow; run them in tf.data) and a core of Keras
         layers only, which loads and predicts under any Keras backend (JAX, PyTorch, TensorFlow).
+      keras_2: for a model_to_estimator Estimator, a Keras 2 (tf_keras) model or (False) a Keras 3 one;
+        default: the Keras the Estimator's model was made with.
 
     Returns:
       A Keras model (keras_twin.EstimatorModel), or with `portable` a `Portable(preprocess, core)`.
@@ -89,7 +92,7 @@ def to_keras(
     if portable and why_not is not None:
         raise ConversionError(f"portable=True splits a canned Estimator's native model; {why_not}")
     if estimator.engine == "keras":
-        return estimator.trained_keras_model(checkpoint_path)
+        return estimator.trained_keras_model(checkpoint_path, keras_2)
     if why_not is None and recipe is not None:
         build = recipe.build_portable if portable else recipe.build
         return build(_reader(estimator, checkpoint_path), feature_dtypes)

@@ -22,6 +22,7 @@ from compat.estimator.input_fns import (
     split_features_labels,
 )
 from compat.estimator.keras_engine import checkpoint as keras_checkpoint
+from compat.estimator.keras_engine import legacy as keras_legacy
 from compat.estimator.keras_engine.inputs import (
     FEATURES_AND_WEIGHTS,
     check_covers,
@@ -47,9 +48,12 @@ class KerasEngine(EstimatorBase):
         evaluation_model: keras.Model | None = None,
         strategy: tf.distribute.Strategy | None = None,
         custom_objects: dict | None = None,
+        keras2_architecture: keras_legacy.Keras2Architecture | None = None,
     ):
         self._init_base(model_dir, config, params=None)
         self._custom_objects = dict(custom_objects or {})  # what copies of the model are built with
+        # the Keras 2 model it was made from (trained as a Keras 3 copy), which `to_keras` gives back
+        self._keras2_architecture = keras2_architecture
         # `strategy`: one RunConfig does not carry, as TF 2.15's refused ParameterServerStrategy there.
         self._strategy = strategy or self._config.train_distribute
         # Under a ParameterServerStrategy this process coordinates: the steps run on the workers, sent

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -26,6 +27,7 @@ from compat.estimator.input_fns import (
     split_features_labels,
 )
 from compat.estimator.keras_engine import export as keras_export
+from compat.estimator.keras_engine import legacy as keras_legacy
 from compat.estimator.keras_engine.evaluation import Evaluation
 from compat.estimator.keras_engine.inputs import split_hooks
 from compat.estimator.keras_engine.loop import Training
@@ -47,10 +49,16 @@ class KerasEstimator(Training, Evaluation):
     engine = "keras"
 
     # -- predict, export ----------------------------------------------------
-    def trained_keras_model(self, checkpoint_path: str | None = None) -> keras.Model:
+    def trained_keras_model(self, checkpoint_path: str | None = None, keras_2: bool | None = None) -> Any:
         """A new copy of the Keras model, compiled as it was, with the weights of `checkpoint_path` (default:
-        the newest checkpoint): the model this Estimator trained, for Keras from here on (`to_keras`)."""
+        the newest checkpoint): the model this Estimator trained, for Keras from here on (`to_keras`). A Keras 2
+        model where the Estimator was made from one (or `keras_2=True`), else a Keras 3 one."""
         self._restore(checkpoint_path)
+        architecture = self._keras2_architecture
+        if keras_2 and architecture is None:
+            raise ValueError("keras_2=True: this Estimator was made from a Keras 3 model, which has no Keras 2 twin")
+        if architecture is not None and keras_2 is not False:
+            return architecture.build(self._model.get_weights(), self._custom_objects)
         with keras.saving.custom_object_scope(self._custom_objects):
             return ModelRecipe.of(self._model).build(contextlib.nullcontext())
 
@@ -158,6 +166,9 @@ def model_to_estimator(
     current weights (all of them); otherwise from the latest checkpoint. A
     `.h5` file from TF 2.15's Keras loads through `keras_model_path`.
     """
+    keras2_architecture = (
+        keras_legacy.Keras2Architecture.of(keras_model) if keras_legacy.is_keras2_model(keras_model) else None
+    )
     keras_model = compiled_model(keras_model, keras_model_path, custom_objects, checkpoint_format)
     seed = config.tf_random_seed if config is not None else None
     strategy = strategies.checked_strategy(config.train_distribute if config is not None else None)
@@ -185,6 +196,7 @@ def model_to_estimator(
         evaluation_model=evaluation_model,
         strategy=strategy,
         custom_objects=custom_objects,
+        keras2_architecture=keras2_architecture,
     )
 
 

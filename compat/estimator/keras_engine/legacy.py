@@ -13,6 +13,7 @@ of the same name, mapping the arguments Keras 3 renamed (`lr`) or dropped
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import sys
@@ -104,6 +105,29 @@ def is_keras2_model(model: Any) -> bool:
     """Whether `model` is a Keras 2 model (tf_keras'; tf.keras's under TF_USE_LEGACY_KERAS=1)."""
     tf_keras = sys.modules.get("tf_keras")
     return tf_keras is not None and isinstance(model, tf_keras.Model)
+
+
+@dataclasses.dataclass(frozen=True)
+class Keras2Architecture:
+    """What rebuilds the Keras 2 model a model_to_estimator Estimator was made from: its JSON and compile
+    config. The Estimator trains a Keras 3 copy; `to_keras` hands back a Keras 2 model with its weights."""
+
+    json: str
+    compile_config: Any
+
+    @classmethod
+    def of(cls, model: Any) -> Keras2Architecture:
+        return cls(model.to_json(), model.get_compile_config())
+
+    def build(self, weights: list, custom_objects: dict | None = None) -> Any:
+        """A compiled Keras 2 model of this architecture with `weights` (a Keras 3 copy's, in the same order)."""
+        import tf_keras
+
+        model = tf_keras.models.model_from_json(self.json, custom_objects=custom_objects)
+        model.set_weights(weights)
+        if self.compile_config:
+            model.compile_from_config(self.compile_config)
+        return model
 
 
 def callback_classes() -> tuple[type, ...]:
