@@ -21,6 +21,13 @@ import soundfile
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HELPERS = os.path.join(REPO, "tests", "helpers")
 
+# .ci/run runs the files that touch Keras a second time with TF_USE_LEGACY_KERAS=1 (tf.keras is then Keras 2, as
+# TensorFlow tells Keras 2 teams to set it). A test of what only Keras 3 has, or lacks, says so with this mark.
+LEGACY_KERAS = os.environ.get("TF_USE_LEGACY_KERAS", "").lower() in ("1", "true")
+keras_3_only = pytest.mark.skipif(
+    LEGACY_KERAS, reason="Keras 3's behaviour; under TF_USE_LEGACY_KERAS=1 tf.keras is Keras 2, which has its own"
+)
+
 
 # Test tiers and order come from recorded durations (tests/durations.json: seconds per test id, setup and call,
 # on 2 cores), rewritten by `python -m pytest --record-durations` after a whole run:

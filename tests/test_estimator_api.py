@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import compat.estimator as estimator
-from conftest import HELPERS, REPO
+from conftest import HELPERS, REPO, keras_3_only
 
 RNG = np.random.default_rng(3)
 X = RNG.normal(size=(96, 3)).astype("float32")
@@ -183,6 +183,7 @@ def test_a_tpu_program_hears_tf_2_15s_argument_checks_before_it_is_told_it_needs
     assert tpu_config.session_config is None and tpu_config.tpu_config.tpu_job_name == "tpu_job"
 
 
+@keras_3_only
 def test_dense_features_feeds_feature_columns_to_a_keras_3_model(tmp_path, installed):
     data = {"age": RNG.uniform(18, 80, 128).astype("float32"), "city": RNG.choice(["a", "b", "c"], 128)}
     labels = (data["city"] == "b").astype("int32")
@@ -203,6 +204,7 @@ def test_dense_features_feeds_feature_columns_to_a_keras_3_model(tmp_path, insta
         tf.keras.layers.DenseFeatures([city])
 
 
+@keras_3_only
 def test_dense_features_is_there_by_every_spelling_of_tf_keras_layers_after_install():
     program = (
         "from tensorflow.keras import layers as before\n"
@@ -328,6 +330,7 @@ def _command(module: str, *args: str) -> str:
             f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
 
 
+@keras_3_only
 def test_a_program_loads_only_the_parts_of_the_package_it_uses(tmp_path):
     """The check and the cache listing need no TensorFlow; a model_fn of TF ops needs no Keras 2 (tf_keras);
     a canned estimator loads it. Every public name still resolves (the lazy table agrees with the modules)."""

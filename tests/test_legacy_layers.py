@@ -20,7 +20,7 @@ import pytest
 import tensorflow as tf
 
 import compat.estimator as estimator
-from conftest import HELPERS, REPO
+from conftest import HELPERS, REPO, keras_3_only
 
 DATA = os.path.join(REPO, "tests", "data")
 ORACLE = json.load(open(os.path.join(DATA, "tf215_layers_oracle.json")))
@@ -96,6 +96,7 @@ def test_a_tf_2_15_folder_of_a_model_fn_with_keras_dense_and_dropout_restores_an
     assert "dense_1/kernel" in expected["variables"]
 
 
+@keras_3_only
 def test_tf_compat_v1_layers_are_tf_kerass_until_uninstall():
     from compat.core import tf_internals
 

@@ -19,12 +19,14 @@ import tensorflow as tf
 
 import compat.estimator as estimator
 from compat.estimator import legacy_modules
+from conftest import keras_3_only
 
 
 def _import(name: str):
     return importlib.import_module(name)
 
 
+@keras_3_only
 def test_every_module_of_tensorflow_estimator_2_15_imports_and_uninstall_removes_them(installed):
     modules = list(legacy_modules.tf215_modules())
     assert len(modules) > 100
@@ -108,6 +110,7 @@ def test_dense_features_fills_the_callers_cols_to_output_tensors(installed, grap
     assert _dense_features_outputs(tf.compat.v1.keras.layers.DenseFeatures, graph) == expected
 
 
+@keras_3_only
 def test_a_librarys_subclass_of_a_legacy_optimizer_trains_a_model_fn(installed, tmp_path):
     class ClippedSGD(tf.keras.optimizers.legacy.SGD):  # as privacy libraries subclass it
         def get_gradients(self, loss, params):

@@ -501,3 +501,21 @@ def test_a_rerun_of_a_finished_folder_with_other_flags_keeps_the_flags_that_trai
     assert more.returncode == 0, more.stderr[-3000:]
     assert "--max_steps=12" in (model_dir / "flags.txt").read_text()
     assert (model_dir / "flags.until-step-6.txt").read_text() == trained_with  # the first 6 steps' flags kept
+
+
+@pytest.mark.parametrize("mode", ["keras", "estimator"])
+def test_a_run_with_tf_use_legacy_keras_set_trains_evaluates_and_its_export_predicts(tiny_data, tmp_path, mode):
+    """Teams that keep Keras 2 set TF_USE_LEGACY_KERAS=1 for their whole shell: train.py's runs and predictions
+    work with it set (its own models are Keras 3's either way)."""
+    model_dir = tmp_path / mode
+    env = {**os.environ, "TF_USE_LEGACY_KERAS": "1"}
+    result = run_train(*_common(tiny_data, tmp_path), f"--mode={mode}", "--max_steps=6", "--eval_every_steps=3",
+                       f"--model_dir={model_dir}", env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((model_dir / "metrics.json").read_text())["steps"] == 6
+    if mode == "estimator":
+        return  # --mode=predict reads a keras run's export
+    clip = next(iter(sorted(glob.glob(os.path.join(str(tiny_data), "*", "*.wav")))))
+    predicted = run_train("--mode=predict", f"--model_dir={model_dir}", clip, env=env)
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+    assert predicted.stdout.strip().splitlines()[-1].startswith(clip)
