@@ -274,3 +274,15 @@ def test_every_spelling_of_tf_2_15s_namespaces_is_checked_as_the_name_it_is():
                      (5, "tf.compat.v1.estimator.LinearClassifier", compatibility.SAME),
                      (6, "tf.estimator.EstimatorSpec", compatibility.SAME),
                      (7, "tf.layers.dense", compatibility.REFUSED)]
+
+
+def test_a_codebase_using_tf_keras_hears_what_tf_use_legacy_keras_changes_and_others_do_not(capsys):
+    """Keras 2 teams set TF_USE_LEGACY_KERAS=1: the report says what that changes where the code uses tf.keras
+    (nothing it asks for changes), and says nothing of it to a codebase that does not."""
+    assert check.main([os.path.join(SNIPPETS, "from_imports_2021.py")]) == 0
+    out = capsys.readouterr().out
+    uses_keras = any(use.name.startswith("tf.keras.") for use in check.check_source(
+        open(os.path.join(SNIPPETS, "from_imports_2021.py")).read()))
+    assert ("TF_USE_LEGACY_KERAS=1" in out) == uses_keras
+    assert check.main([os.path.join(REPO, "tests", "helpers", "keras2_model_to_estimator.py")]) == 0
+    assert "TF_USE_LEGACY_KERAS=1 tf.keras is Keras 2" in capsys.readouterr().out

@@ -532,6 +532,12 @@ def _print_text(by_file: dict[str, list[Use]], unreadable: dict[str, str], diffs
     verdicts = [_verdict(_summary(uses)) for uses in by_file.values() if uses]
     files = ", ".join(f"{verdicts.count(v)} {v}" for v in dict.fromkeys(verdicts))
     print(f"{len(by_file)} files, {len(every_use)} uses" + (f"; files: {files}" if files else ""))
+    if any(use.name.startswith("tf.keras.") for use in every_use):
+        print(
+            "Keras 2 teams: with TF_USE_LEGACY_KERAS=1 tf.keras is Keras 2 (tf_keras); the same code runs, its "
+            "model_fns' Keras layers with TF 2.15's semantics, and nothing above needs changing for it "
+            '(docs/migration.md, "Teams that keep Keras 2")'
+        )
     converts = _conversions(every_use)
     if converts:
         print(

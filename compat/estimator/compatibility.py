@@ -62,7 +62,8 @@ class Entry:
 
 
 _KERAS_ENGINE = (
-    "trains the Keras 3 model eagerly (many steps per call); object-based checkpoints, the layers' weights "
+    "trains the Keras 3 model (a Keras 2 model as its Keras 3 copy) eagerly (many steps per call); "
+    "object-based checkpoints, the layers' weights "
     "keyed as TF 2.15's (its folders restore), the global step and optimizer as Keras 3's; no .meta or "
     "graph.pbtxt; SessionRunHooks that need a Session are refused with their replacement"
 )
