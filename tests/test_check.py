@@ -286,3 +286,35 @@ def test_a_codebase_using_tf_keras_hears_what_tf_use_legacy_keras_changes_and_ot
     assert ("TF_USE_LEGACY_KERAS=1" in out) == uses_keras
     assert check.main([os.path.join(REPO, "tests", "helpers", "keras2_model_to_estimator.py")]) == 0
     assert "TF_USE_LEGACY_KERAS=1 tf.keras is Keras 2" in capsys.readouterr().out
+
+
+def test_the_wheel_holds_what_the_check_opens_and_fix_runs_from_it(tmp_path):
+    """An install from the wheel, not the checkout (`pip install estimator-compat`): the package data the check
+    and `--fix` open ship in it. The wheel is built here and installed without its dependencies into a folder
+    of its own; the test's environment gives those. A TF 1.x file is fixed, and then runs, from outside the
+    checkout."""
+    source = tmp_path / "source"  # the checkout as a clone has it: no build/ or egg-info of an earlier install
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache", "runs", "tests"))
+    wheels = tmp_path / "wheels"
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                            str(wheels), str(source)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-3000:]
+    site = tmp_path / "site"
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
+                                *map(str, wheels.glob("*.whl"))], capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    program = tmp_path / "work" / "tf1_2018_program.py"
+    program.parent.mkdir()
+    shutil.copy(os.path.join(REPO, "tests", "helpers", "tf1_2018_program.py"), program)
+    env = {**os.environ, "PYTHONPATH": str(site), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    where = subprocess.run([sys.executable, "-c", "import compat; print(compat.__file__)"], capture_output=True,
+                           text=True, cwd=program.parent, env=env)
+    assert where.stdout.strip().startswith(str(site)), where.stdout + where.stderr  # the wheel's, not the checkout's
+    fixed = subprocess.run([sys.executable, "-m", "compat.estimator.check", str(program), "--fix"],
+                           capture_output=True, text=True, cwd=program.parent, env=env, timeout=300)
+    assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
+    ran = subprocess.run([sys.executable, str(program), f"--model_dir={tmp_path / 'model'}"], capture_output=True,
+                         text=True, cwd=program.parent, env=env, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert json.loads(ran.stdout.strip().splitlines()[-1])["global_step"] > 0
