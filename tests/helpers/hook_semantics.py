@@ -62,19 +62,19 @@ class Recorder(v1.train.SessionRunHook):
 
     def before_run(self, run_context):
         self.log.append(f"{self.name}.before_run")
-        fetches = {"gs": self.global_step}
+        # the step about to run, read in a run of its own: fetched beside the train op, a variable's read and
+        # its increment have no order (on TF 2.15 as here), so the value could be either
+        self.step = run_context.session.run(self.global_step)
         if self.probe:
-            fetches["probe"] = self.probe_out
-            return v1.train.SessionRunArgs(fetches, feed_dict={self.probe_in: 3.0})
-        return v1.train.SessionRunArgs(fetches)
+            return v1.train.SessionRunArgs({"probe": self.probe_out}, feed_dict={self.probe_in: 3.0})
+        return None
 
     def after_run(self, run_context, run_values):
-        results = run_values.results
-        entry = f"{self.name}.after_run:{results['gs']}"
+        entry = f"{self.name}.after_run:{self.step}"
         if self.probe:
-            entry += f",probe={float(results['probe'])}"
+            entry += f",probe={float(run_values.results['probe'])}"
         self.log.append(entry)
-        if self.stop_at is not None and results["gs"] >= self.stop_at:
+        if self.stop_at is not None and self.step >= self.stop_at:
             self.log.append(f"{self.name}.request_stop")
             run_context.request_stop()
 
