@@ -124,6 +124,22 @@ def run_helper(name: str, *args: str, **kwargs):
                           capture_output=True, text=True, **kwargs)
 
 
+INSTALL_THEN_RUN = (
+    "import compat.estimator, runpy, sys; compat.estimator.install(); "
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
+def run_installed(name: str, *args: str, env: dict | None = None, timeout: int = 300):
+    """tests/helpers/`name` (a program written for TF 2.15's tf.estimator) in a subprocess, after
+    `compat.estimator.install()`, as a legacy program gains the one line; `env` is added to this process's."""
+    import subprocess
+
+    return subprocess.run([sys.executable, "-c", INSTALL_THEN_RUN, os.path.join(HELPERS, name), *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
+
+
 def run_train(*flags: str, timeout: int = 600, env: dict | None = None):
     """`python train.py FLAGS...` in a subprocess, from the repository root: the real CLI."""
     import subprocess

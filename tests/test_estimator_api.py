@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import compat.estimator as estimator
-from conftest import HELPERS, REPO, keras_3_only
+from conftest import HELPERS, REPO, keras_3_only, run_installed
 
 RNG = np.random.default_rng(3)
 X = RNG.normal(size=(96, 3)).astype("float32")
@@ -409,11 +409,7 @@ def test_every_spelling_tf_2_15_had_gives_the_estimator_and_uninstall_removes_th
 
 
 def test_a_library_in_the_compat_v2_style_trains_evaluates_and_predicts(tmp_path):
-    command = "import compat.estimator, runpy, sys; compat.estimator.install(); sys.argv = sys.argv[1:]; " \
-              "runpy.run_path(sys.argv[0], run_name='__main__')"
-    result = subprocess.run([sys.executable, "-c", command, os.path.join(HELPERS, "compat_v2_program.py"),
-                             str(tmp_path / "model")], capture_output=True, text=True, timeout=300, cwd=REPO,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    result = run_installed("compat_v2_program.py", str(tmp_path / "model"))
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["global_step"] == 60 and report["predictions"] == 128 and report["linear_step"] == 20
@@ -424,11 +420,7 @@ def test_tpu_estimator_takes_an_hparams_style_params_object_and_sets_tf_2_15s_ke
     """A dict or an object with attributes, `values()` and `add_hparam`: the input_fn and the model_fn get
     copies with `batch_size` (and, for the model_fn, `use_tpu`) set as TF 2.15 set them; the caller's and the
     Estimator's stay unchanged."""
-    command = "import compat.estimator, runpy, sys; compat.estimator.install(); sys.argv = sys.argv[1:]; " \
-              "runpy.run_path(sys.argv[0], run_name='__main__')"
-    result = subprocess.run([sys.executable, "-c", command, os.path.join(HELPERS, "tpu_params_program.py"),
-                             str(tmp_path / "model")], capture_output=True, text=True, timeout=300, cwd=REPO,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    result = run_installed("tpu_params_program.py", str(tmp_path / "model"))
     assert result.returncode == 0, result.stderr[-3000:]
     recorded = json.load(open(os.path.join(REPO, "tests", "data", "tf215_tpu_params.json")))
     assert recorded["hparams"]["model_fn_train"]["values"]["batch_size"] == 16

@@ -7,26 +7,17 @@ compat.estimator.install(); each test compares one behaviour with TF 2.15's run 
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import HELPERS, REPO
-
-INSTALL_THEN_RUN = (
-    "import compat.estimator, runpy, sys; compat.estimator.install(); "
-    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
-)
+from conftest import REPO, run_installed
 
 
 @pytest.fixture(scope="module")
 def observed(tmp_path_factory):
     work = tmp_path_factory.mktemp("hooks")
-    result = subprocess.run(
-        [sys.executable, "-c", INSTALL_THEN_RUN, os.path.join(HELPERS, "hook_semantics.py"), str(work)],
-        capture_output=True, text=True, timeout=300, cwd=REPO, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    result = run_installed("hook_semantics.py", str(work))
     assert result.returncode == 0, result.stderr[-3000:]
     ours = json.loads(result.stdout.strip().splitlines()[-1])
     recorded = json.load(open(os.path.join(REPO, "tests", "data", "tf215_hook_semantics.json")))

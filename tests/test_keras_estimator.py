@@ -16,7 +16,7 @@ import tensorflow as tf
 import compat.estimator as estimator
 from compat.estimator.keras_engine import checkpoint as keras_checkpoint
 from compat.estimator.dense_features import DenseFeatures
-from conftest import HELPERS, REPO, start_paused
+from conftest import HELPERS, REPO, run_installed, start_paused
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((256, 8)).astype("float32")
@@ -623,11 +623,7 @@ def test_a_keras_2_model_to_estimator_program_matches_tf_2_15_and_converts_back_
     """A team that keeps Keras 2: its model is a tf_keras model (tf.keras under TF_USE_LEGACY_KERAS=1). From the
     same weights, 30 steps give TF 2.15's metrics and predictions (1e-4), its checkpoints, its layers' checkpoint
     keys and export signatures; `to_keras` hands back a Keras 2 model that predicts what the Estimator does."""
-    command = "import compat.estimator, runpy, sys; compat.estimator.install(); sys.argv = sys.argv[1:]; " \
-              "runpy.run_path(sys.argv[0], run_name='__main__')"
-    result = subprocess.run([sys.executable, "-c", command, os.path.join(HELPERS, "keras2_model_to_estimator.py"),
-                             str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=REPO,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "TF_USE_LEGACY_KERAS": legacy_keras})
+    result = run_installed("keras2_model_to_estimator.py", str(tmp_path), env={"TF_USE_LEGACY_KERAS": legacy_keras})
     assert result.returncode == 0, result.stderr[-3000:]
     ours = json.loads(result.stdout.strip().splitlines()[-1])
     recorded = json.load(open(os.path.join(REPO, "tests", "data", "tf215_keras2_model_to_estimator.json")))
