@@ -318,3 +318,19 @@ def test_the_wheel_holds_what_the_check_opens_and_fix_runs_from_it(tmp_path):
                          text=True, cwd=program.parent, env=env, timeout=600)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert json.loads(ran.stdout.strip().splitlines()[-1])["global_step"] > 0
+
+
+def test_export_savedmodel_is_reported_and_fix_renames_it(tmp_path):
+    """TF 2.15's tf.estimator.Estimator raised AttributeError at `export_savedmodel` (TF 1.x's name; it runs here):
+    the check says so, and `--fix` renames the call to export_saved_model, but for a call passing
+    strip_default_attrs, which the new name lacks."""
+    program = tmp_path / "exporting.py"
+    program.write_text("import tensorflow as tf\n\nest = tf.estimator.Estimator(lambda features, labels, mode: None)\n"
+                       "path = est.export_savedmodel('/tmp/export', lambda: None)  # 2018\n"
+                       "other = est.export_savedmodel('/tmp/export', lambda: None, strip_default_attrs=True)\n")
+    found = {(use.line, use.name, use.status) for use in check.check_source(program.read_text())}
+    assert {(4, "tf.estimator.Estimator.export_savedmodel", compatibility.DIFFERS),
+            (5, "tf.estimator.Estimator.export_savedmodel", compatibility.DIFFERS)} <= found
+    fixed = check.fixed_source(program.read_text(), str(program))
+    assert "path = est.export_saved_model('/tmp/export', lambda: None)  # 2018" in fixed
+    assert "other = est.export_savedmodel('/tmp/export', lambda: None, strip_default_attrs=True)" in fixed

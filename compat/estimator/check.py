@@ -329,6 +329,46 @@ def _iterator_method_uses(tree: ast.AST, path: str) -> Iterator[Use]:
                 yield Use(path, node.lineno, f"tf.data.Dataset.{node.func.attr}", compatibility.REFUSED, note)
 
 
+# Estimator methods TF 2.15's tf.estimator classes no longer had (tf.compat.v1.estimator's did): their uses run
+# here, and `--fix` renames them.
+_METHOD_RENAMES = {"export_savedmodel": "export_saved_model"}
+_RENAMED_METHOD_NOTE = (
+    "TF 2.15's tf.estimator.Estimator raised AttributeError here (tf.compat.v1.estimator's had it); it runs here, "
+    "and --fix renames it to {new}"
+)
+
+
+def _renamed_methods(tree: ast.AST) -> Iterator[ast.Attribute]:
+    """The `x.<old name>(...)` calls of `_METHOD_RENAMES` that `--fix` can rename: those without the TF 1.x
+    keyword the new name lacks (`strip_default_attrs`)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _METHOD_RENAMES:
+            if not any(keyword.arg == "strip_default_attrs" for keyword in node.keywords):
+                yield node.func
+
+
+def _renamed_method_uses(tree: ast.AST, path: str) -> Iterator[Use]:
+    renamed = {id(node) for node in _renamed_methods(tree)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _METHOD_RENAMES:
+            note = _RENAMED_METHOD_NOTE.format(new=_METHOD_RENAMES[node.func.attr])
+            if id(node.func) not in renamed:
+                note += " where the call drops strip_default_attrs (the new name always strips them)"
+            yield Use(path, node.lineno, f"tf.estimator.Estimator.{node.func.attr}", compatibility.DIFFERS, note)
+
+
+def _with_methods_renamed(text: str) -> str:
+    """`text` with each call `_renamed_methods` finds renamed in place (the rest of the line as it was)."""
+    lines = text.splitlines(keepends=True)
+    for node in sorted(_renamed_methods(ast.parse(text)), key=lambda n: (n.end_lineno, n.end_col_offset), reverse=True):
+        assert node.end_lineno is not None and node.end_col_offset is not None
+        line = lines[node.end_lineno - 1].encode()  # ast's offsets count UTF-8 bytes
+        start = node.end_col_offset - len(node.attr)
+        renamed = line[:start] + _METHOD_RENAMES[node.attr].encode() + line[node.end_col_offset :]
+        lines[node.end_lineno - 1] = renamed.decode()
+    return "".join(lines)
+
+
 def check_source(source: str, path: str = "<string>") -> list[Use]:
     """Every use of the surface in `source`, and every TF 1.x name TensorFlow >= 2.16 lacks, in line order."""
     tree = ast.parse(source, filename=path)
@@ -342,7 +382,12 @@ def check_source(source: str, path: str = "<string>") -> list[Use]:
         if _missing_here(name):
             entry = compatibility.Entry(compatibility.UNKNOWN, "no such name in this namespace, here or in TF 2.15")
         uses.append(Use(path, line, name, entry.status, entry.note))
-    uses += [*_legacy_module_uses(tree, path), *_tf1_uses(found, path), *_iterator_method_uses(tree, path)]
+    uses += [
+        *_legacy_module_uses(tree, path),
+        *_tf1_uses(found, path),
+        *_iterator_method_uses(tree, path),
+        *_renamed_method_uses(tree, path),
+    ]
     return sorted(uses, key=lambda use: (use.line, use.name))
 
 
@@ -429,6 +474,7 @@ def fixed_source(source: str, path: str) -> str:
         upgrade.UpgradeError: the file does not parse.
     """
     text = upgrade.upgrade_source(source, path, _is_tf1_program(check_source(source, path))).source
+    text = _with_methods_renamed(text)
     if is_entry_point(ast.parse(text)) or _uses_estimator(text, path):
         text = with_install_line(text, path)
     open_uses = [
