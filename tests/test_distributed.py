@@ -163,14 +163,21 @@ def test_a_python_caller_gets_the_same_refusals_as_the_flags(tmp_path):
     assert not (tmp_path / "run").exists()  # refused before the folder was made
 
 
-def test_train_py_on_a_cluster_chief_and_worker_share_one_model_folder(tiny_data, tmp_path):
+@pytest.mark.parametrize("jobs", [("chief", "worker"), ("worker", "worker")])
+def test_train_py_on_a_cluster_chief_and_worker_share_one_model_folder(tiny_data, tmp_path, jobs):
+    """A chief and a worker; or, as TensorFlow's multi-worker tutorial writes TF_CONFIG, two workers (worker 0
+    leads)."""
     from test_train_cli import _common
 
     model_dir = tmp_path / "run"
-    cluster = {"chief": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
+    cluster: dict = {}
+    for job in jobs:
+        cluster.setdefault(job, []).append(f"127.0.0.1:{free_port()}")
+    tasks = [(job, cluster[job].index(address)) for job, addresses in cluster.items() for address in addresses]
     processes = {}
-    for task in ("chief", "worker"):
-        env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": task, "index": 0}})}
+    for job, index in tasks:
+        env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": job, "index": index}})}
+        task = "chief" if (job, index) == tasks[0] else "worker"
         processes[task] = subprocess.Popen(
             [sys.executable, "train.py", *_common(tiny_data, tmp_path), "--mode=estimator", "--epochs=2",
              "--distribution_strategy=multi_worker_mirrored", "--noexport", f"--model_dir={model_dir}"],
@@ -179,7 +186,7 @@ def test_train_py_on_a_cluster_chief_and_worker_share_one_model_folder(tiny_data
     for task, (code, _, err) in results.items():
         assert code == 0, f"{task}: {err[-3000:]}"
     assert "test accuracy" in results["chief"][1]
-    assert "worker 0 finished" in results["worker"][1]
+    assert f"worker {tasks[1][1]} finished" in results["worker"][1]
     assert json.loads((model_dir / "metrics.json").read_text())["steps"] > 0
 
 

@@ -84,6 +84,9 @@ def _missing_parts(folder: str) -> list[str]:
     return missing
 
 
+_PROBE_ATTEMPTS = 8  # more than the tasks that share one cache folder as they start
+
+
 def check_writable_folder(cache_dir: str) -> None:
     """Refuses `cache_dir` before anything is written when it names a file or a folder that cannot be written.
 
@@ -98,12 +101,24 @@ def check_writable_folder(cache_dir: str) -> None:
     advice = "name a writable folder with `cache_dir` (it is made if missing)"
     if os.path.exists(cache_dir) and not os.path.isdir(cache_dir):
         raise CacheFolderError(f"the cache folder {cache_dir} (`cache_dir`) is a file, not a folder: {advice}")
-    made = _missing_parts(cache_dir)  # made for the probe, removed after it: a later refusal leaves no folder
     try:
-        os.makedirs(cache_dir, exist_ok=True)
-        atomic.probe_writable(cache_dir)
-        for folder in made:
-            os.rmdir(folder)
+        for attempt in range(_PROBE_ATTEMPTS):
+            made = _missing_parts(cache_dir)  # made for the probe, removed after it: a refusal leaves no folder
+            os.makedirs(cache_dir, exist_ok=True)
+            try:
+                atomic.probe_writable(cache_dir)
+            except FileNotFoundError:
+                # A cluster's tasks start together: another one, having made the folder for its own probe,
+                # removed it under this one's. Each removes at most once, so a few attempts settle it.
+                if attempt == _PROBE_ATTEMPTS - 1:
+                    raise
+                continue
+            for folder in made:
+                try:
+                    os.rmdir(folder)
+                except OSError:  # another task writes there already (or removed it): it stays
+                    pass
+            break
     except OSError as error:
         raise CacheFolderError(
             f"the cache folder {cache_dir} (`cache_dir`) cannot be written ({error.strerror or error}): {advice}"

@@ -52,13 +52,14 @@ def strategy_for(config: DistributionConfig) -> tf.distribute.Strategy | None:
 
 
 def is_chief_task() -> bool:
-    """Whether this process is the TF_CONFIG cluster's chief (or trains alone): the one that writes."""
-    return tf_config.this_process().is_chief
+    """Whether this process is the TF_CONFIG cluster's chief (or trains alone): the one that writes. A cluster
+    that `check_cluster` let through without a chief runs a strategy, and is led by worker 0."""
+    return tf_config.this_process(distributed=True).is_chief
 
 
 def task_name() -> str:
     """This process's TF_CONFIG task, as `worker 1`; `chief` when it trains alone."""
-    place = tf_config.this_process()
+    place = tf_config.this_process(distributed=True)
     return f"{place.task_type} {place.task_id}"
 
 
@@ -66,8 +67,8 @@ def check_cluster(mode: str, strategy: str = "off") -> None:
     """Refuses, before anything is written, a TF_CONFIG that `mode` and `strategy` (a
     `distribution_strategy`) cannot run: any cluster outside `mode=estimator`, ps tasks without
     `distribution_strategy=parameter_server` or that strategy without them, or TF_CONFIG that does not parse."""
-    try:
-        cluster = tf_config.this_process().cluster_spec.as_dict()
+    try:  # under a strategy a cluster of workers only is led by worker 0, as in TF 2.15
+        cluster = tf_config.this_process(distributed=strategy != "off").cluster_spec.as_dict()
     except ValueError as error:
         raise UnsupportedStrategyError(f"TF_CONFIG: {error}") from error
     if mode == "estimator" and "ps" in cluster and strategy == "parameter_server":
