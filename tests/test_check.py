@@ -334,3 +334,14 @@ def test_export_savedmodel_is_reported_and_fix_renames_it(tmp_path):
     fixed = check.fixed_source(program.read_text(), str(program))
     assert "path = est.export_saved_model('/tmp/export', lambda: None)  # 2018" in fixed
     assert "other = est.export_savedmodel('/tmp/export', lambda: None, strip_default_attrs=True)" in fixed
+
+
+def test_a_namespace_bound_to_a_name_is_what_it_is_not_unknown():
+    """`estimator = tf.estimator` (the 2018 idiom) was reported unknown: a namespace above names that run here is
+    as TF 2.15; one above no such names (TF 1.x's tf.layers) is not vouched for."""
+    source = ("import tensorflow as tf\nestimator = tf.estimator\nv1 = tf.compat.v1.estimator\n"
+              "keras_estimator = tf.keras.estimator\nlayers = tf.layers\n")
+    found = [(use.line, use.name, use.status) for use in check.check_source(source)]
+    assert found[:3] == [(2, "tf.estimator", compatibility.SAME), (3, "tf.compat.v1.estimator", compatibility.SAME),
+                         (4, "tf.keras.estimator", compatibility.SAME)]
+    assert (5, "tf.layers", compatibility.SAME) not in found

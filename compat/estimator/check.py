@@ -251,6 +251,15 @@ def _in_tf215(name: str) -> bool:
     return any(prefix in known for prefix in dotted) or any(other.startswith(dotted[-1] + ".") for other in known)
 
 
+def _a_namespace_that_runs(name: str) -> bool:
+    """Whether `name` is a namespace above names that run here (`tf.estimator`, `tf.keras.estimator`): TF 2.15's
+    public names, or the table's rows that are not refused."""
+    if _in_tf215(name):
+        return True
+    below = [known for known in compatibility.known_names() if known.startswith(name + ".")]
+    return any(compatibility.lookup(known).status in (compatibility.SAME, compatibility.DIFFERS) for known in below)
+
+
 @functools.lru_cache(maxsize=1)
 def _tf215_public() -> frozenset[str]:
     return frozenset(compatibility.tf215_names())
@@ -379,6 +388,8 @@ def check_source(source: str, path: str = "<string>") -> list[Use]:
     uses = []
     for line, name in sorted({(line, _shortest_known(name)) for line, name in found if _on_surface(name)}):
         entry = compatibility.lookup(name).in_program(program)
+        if entry.status == compatibility.UNKNOWN and _a_namespace_that_runs(name):  # `estimator = tf.estimator`
+            entry = compatibility.Entry(compatibility.SAME, "the namespace of TF 2.15's names, after install()")
         if _missing_here(name):
             entry = compatibility.Entry(compatibility.UNKNOWN, "no such name in this namespace, here or in TF 2.15")
         uses.append(Use(path, line, name, entry.status, entry.note))
