@@ -622,7 +622,7 @@ def test_a_sequential_model_trains_evaluates_and_predicts_as_a_functional_one(tm
 def test_a_keras_2_model_to_estimator_program_matches_tf_2_15_and_converts_back_to_keras_2(tmp_path, legacy_keras):
     """A team that keeps Keras 2: its model is a tf_keras model (tf.keras under TF_USE_LEGACY_KERAS=1). From the
     same weights, 30 steps give TF 2.15's metrics and predictions (1e-4), its checkpoints, its layers' checkpoint
-    keys and export signatures; `to_keras` hands back a Keras 2 model that predicts what the Estimator does."""
+    keys, Adam's slot values (1e-5) and export signatures; `to_keras` hands back a Keras 2 model that predicts what the Estimator does."""
     result = run_installed("keras2_model_to_estimator.py", str(tmp_path), env={"TF_USE_LEGACY_KERAS": legacy_keras})
     assert result.returncode == 0, result.stderr[-3000:]
     ours = json.loads(result.stdout.strip().splitlines()[-1])
@@ -634,5 +634,8 @@ def test_a_keras_2_model_to_estimator_program_matches_tf_2_15_and_converts_back_
     assert ours["checkpoints"] == recorded["checkpoints"] and ours["signatures"] == recorded["signatures"]
     layers = [name for name in recorded["variables"] if name.startswith("layer_with_weights")]
     assert layers and set(layers) <= set(ours["variables"])  # the optimizer's keys differ: docs/estimator.md
+    assert sorted(ours["slots"]) == sorted(recorded["slots"]) and len(recorded["slots"]) == 8  # Adam's m and v
+    for name, values in recorded["slots"].items():  # ... but its state is TF 2.15's
+        np.testing.assert_allclose(ours["slots"][name], values, atol=1e-5, err_msg=name)
     assert ours["converted_keras"] == "tf_keras"
     np.testing.assert_allclose(ours["converted_predictions"], ours["predictions"], atol=1e-5)
