@@ -347,29 +347,27 @@ _RENAMED_METHOD_NOTE = (
 )
 
 
-def _renamed_methods(tree: ast.AST) -> Iterator[ast.Attribute]:
-    """The `x.<old name>(...)` calls of `_METHOD_RENAMES` that `--fix` can rename: those without the TF 1.x
-    keyword the new name lacks (`strip_default_attrs`)."""
+def _old_method_calls(tree: ast.AST) -> Iterator[tuple[ast.Attribute, bool]]:
+    """Each `x.<old name>(...)` call of `_METHOD_RENAMES`, and whether `--fix` can rename it: not where it passes
+    the TF 1.x keyword the new name lacks (`strip_default_attrs`)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _METHOD_RENAMES:
-            if not any(keyword.arg == "strip_default_attrs" for keyword in node.keywords):
-                yield node.func
+            yield node.func, not any(keyword.arg == "strip_default_attrs" for keyword in node.keywords)
 
 
 def _renamed_method_uses(tree: ast.AST, path: str) -> Iterator[Use]:
-    renamed = {id(node) for node in _renamed_methods(tree)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _METHOD_RENAMES:
-            note = _RENAMED_METHOD_NOTE.format(new=_METHOD_RENAMES[node.func.attr])
-            if id(node.func) not in renamed:
-                note += " where the call drops strip_default_attrs (the new name always strips them)"
-            yield Use(path, node.lineno, f"tf.estimator.Estimator.{node.func.attr}", compatibility.DIFFERS, note)
+    for method, renamable in _old_method_calls(tree):
+        note = _RENAMED_METHOD_NOTE.format(new=_METHOD_RENAMES[method.attr])
+        if not renamable:
+            note += " where the call drops strip_default_attrs (the new name always strips them)"
+        yield Use(path, method.lineno, f"tf.estimator.Estimator.{method.attr}", compatibility.DIFFERS, note)
 
 
 def _with_methods_renamed(text: str) -> str:
-    """`text` with each call `_renamed_methods` finds renamed in place (the rest of the line as it was)."""
+    """`text` with each renamable call of `_old_method_calls` renamed in place (the rest of the line as it was)."""
     lines = text.splitlines(keepends=True)
-    for node in sorted(_renamed_methods(ast.parse(text)), key=lambda n: (n.end_lineno, n.end_col_offset), reverse=True):
+    renamable = [method for method, can in _old_method_calls(ast.parse(text)) if can]
+    for node in sorted(renamable, key=lambda n: (n.end_lineno, n.end_col_offset), reverse=True):
         assert node.end_lineno is not None and node.end_col_offset is not None
         line = lines[node.end_lineno - 1].encode()  # ast's offsets count UTF-8 bytes
         start = node.end_col_offset - len(node.attr)
