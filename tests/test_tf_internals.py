@@ -105,3 +105,18 @@ def test_op_definitions_say_which_ops_keep_state():
     assert tf_internals.op_def("RandomUniform").is_stateful
     assert not tf_internals.op_def("MatMul").is_stateful
     assert tf_internals.op_def("NoSuchOp") is None
+
+
+def test_the_saver_files_optimizer_state_beside_its_variable_and_restores_it(tmp_path):
+    """The object-based saver's optimizer protocol, which model_to_estimator's checkpoints are named through."""
+    weight, slot = tf.Variable([1.0, 2.0]), tf.Variable([3.0, 4.0])
+
+    def slots_of(variable, name):
+        return slot if variable is weight and name == "m" else None
+
+    root = tf.train.Checkpoint(w=weight, optimizer=tf_internals.SlotsSavedByName(slots_of, lambda: ["m"]))
+    path = root.write(str(tmp_path / "ckpt"))
+    assert "w/.OPTIMIZER_SLOT/optimizer/m/.ATTRIBUTES/VARIABLE_VALUE" in dict(tf.train.list_variables(path))
+    slot.assign([0.0, 0.0])
+    root.restore(path).expect_partial()  # restore() adds a save_counter the written file did not have
+    assert slot.numpy().tolist() == [3.0, 4.0]

@@ -610,3 +610,35 @@ def enable_rnn_caching_device(cell) -> None:
 def dataset_variant(dataset: tf.data.Dataset) -> tf.Tensor:
     """The variant tensor behind a Dataset, which `tf.raw_ops.DatasetToGraphV2` serialises (no public name)."""
     return dataset._variant_tensor
+
+
+class SlotsSavedByName(tf.__internal__.tracking.AutoTrackable):
+    """A checkpoint node that TensorFlow's object-based saver files optimizer state under, as an optimizer.
+
+    The saver puts a variable's optimizer state beside the variable,
+    `<variable's path>/.OPTIMIZER_SLOT/<this node's path>/<slot>`, for any node
+    with `get_slot_names`, `get_slot` and `_create_or_restore_slot_variable`:
+    the protocol of TF 1's and Keras 2's optimizers, which is how TF 2.15's
+    model_to_estimator checkpoints named Adam's `m` and `v`. Keras 3's
+    optimizers do not speak it; this node lends their variables its names.
+
+    Args:
+      slot: `(variable, slot_name) -> the variable's slot, or None`.
+      slot_names: `() -> the slot names this node files`.
+    """
+
+    def __init__(self, slot, slot_names) -> None:
+        super().__init__()
+        # Plain functions: the saver tracks none of them, so they add nothing to the checkpoint.
+        self._slot = slot
+        self._slot_names = slot_names
+
+    def get_slot_names(self) -> list[str]:
+        return list(self._slot_names())
+
+    def get_slot(self, variable, slot_name: str):
+        return self._slot(variable, slot_name)
+
+    def _create_or_restore_slot_variable(self, slot_variable_position, slot_name: str, variable, **kwargs):
+        # The slot exists already (the Keras 3 optimizer's variable): the restore binds the value to it.
+        return self._slot(variable, slot_name)

@@ -5,8 +5,8 @@
 On TensorFlow 2.15, `tf.keras` is Keras 2; on TensorFlow >= 2.16 the team installs tf_keras and builds from
 it (`import tf_keras`, or tf.keras under TF_USE_LEGACY_KERAS=1). The model starts from fixed weights, trains
 30 steps with model_to_estimator, evaluates, predicts and exports; prints one JSON line: the metrics, the
-predictions, the checkpoint's variable names, Adam's slots (named alike for both layouts), the export's
-signatures. Under compat.estimator it also
+predictions, the checkpoint's variable names and the first values of each (Adam's slots among them), the
+export's signatures. Under compat.estimator it also
 converts the Estimator back with `to_keras` and reports that model's Keras and its predictions.
 tests/test_keras_estimator.py compares with TF 2.15's run (tests/data/tf215_keras2_model_to_estimator.json).
 """
@@ -58,26 +58,15 @@ loaded = tf.saved_model.load(export)
 reader = tf.train.load_checkpoint(estimator.latest_checkpoint())
 
 
-def slot_name(key):
-    """`layer_with_weights-0/kernel/m`, from TF 2.15's key (`.../.OPTIMIZER_SLOT/optimizer/m/...`) or Keras 3's
-    (`layer_with_weights-0/kernel..momentum/...`): the optimizer's state, however the checkpoint names it."""
-    key = key.replace("/.ATTRIBUTES/VARIABLE_VALUE", "")
-    if "/.OPTIMIZER_SLOT/optimizer/" in key:
-        weight, slot = key.split("/.OPTIMIZER_SLOT/optimizer/")
-        return f"{weight}/{slot}"
-    for keras3, slot in (("..momentum", "m"), ("..velocity", "v")):
-        if key.endswith(keras3):
-            return f"{key[: -len(keras3)]}/{slot}"
-    return None
-
-
-slots = {slot_name(key): np.ravel(reader.get_tensor(key))[:4].round(6).tolist()
-         for key in reader.get_variable_to_shape_map() if slot_name(key)}
+values = {name: np.ravel(reader.get_tensor(name))[:4].round(6).tolist()
+          for name in reader.get_variable_to_shape_map() if name != "_CHECKPOINTABLE_OBJECT_GRAPH"}
 report = {
-    "slots": slots,
+    "values": values,
     "metrics": {key: float(value) for key, value in metrics.items()},
     "predictions": predictions,
-    "variables": sorted(name for name in reader.get_variable_to_shape_map() if "OPTIMIZER_SLOT" not in name),
+    "variables": sorted(reader.get_variable_to_shape_map()),
+    "warm_start_variables": sorted(name for name, _ in tf.train.list_variables(
+        os.path.join(WORK, "model", "keras", "keras_model.ckpt"))),
     "checkpoints": sorted(name for name in os.listdir(os.path.join(WORK, "model")) if name.endswith(".index")),
     "signatures": {name: sorted(fn.structured_outputs) for name, fn in loaded.signatures.items()},
 }

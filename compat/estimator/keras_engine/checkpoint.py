@@ -1,43 +1,135 @@
-"""Checkpoints of the Keras engine, named as TF 2.15's model_to_estimator named them.
+"""Checkpoints of the Keras engine, in the layout TF 2.15's model_to_estimator wrote.
 
-TF 2.15's Keras estimators wrote object-based checkpoints whose keys lead to a
-layer: `layer_with_weights-<i>/<weight>/.ATTRIBUTES/VARIABLE_VALUE`, counted
-over the layers that have weights, in `model.layers` order. This engine writes
-the same keys for the model's weights, `optimizer/<variable>/...` for the
-optimizer's state and `global_step/...`, so `get_variable_names()` reads like
-TF 2.15's and `get_variable_value` finds a layer's kernel by the same name.
+TF 2.15 ran a Keras 2 model in graph mode and saved an object-based
+checkpoint of it. Its keys, which this engine writes too:
+  - `layer_with_weights-<i>/<weight>/.ATTRIBUTES/VARIABLE_VALUE`, counted over
+    the layers that have weights, in `model.layers` order;
+  - each weight's optimizer state beside it,
+    `layer_with_weights-<i>/<weight>/.OPTIMIZER_SLOT/optimizer/<slot>/...`,
+    under Keras 2's slot names (Adam's `m` and `v`, RMSprop's `rms`, ...);
+  - the optimizer's hyperparameters, `optimizer/<name>/...` (`learning_rate`,
+    `decay`, `beta_1`, ...), and `estimator_global_step/...`, which was the
+    optimizer's iteration count too.
+So `get_variable_names()` and `get_variable_value(...)` read as on TF 2.15, and
+a model folder moves between the two either way. The Keras 3 optimizer's own
+variables are mapped onto those names here (`Keras2Optimizer`).
 
-It also reads the two other layouts a model folder may hold:
-  - a TF 2.15 (Keras 2) folder: the same weight keys, optimizer slots under
-    `.OPTIMIZER_SLOT/optimizer/<m|v|...>`, and `estimator_global_step`;
-  - this project's first layout (`model/...`, `optimizer/...`, `global_step`).
+It also reads the two layouts earlier releases of this project wrote: `model/...`
+with `global_step`, and the weights' keys above with the Keras 3 optimizer's
+variables beside them (`<weight>..momentum`) and `global_step`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+
 import keras
 import tensorflow as tf
 
-_KERAS2_GLOBAL_STEP = "estimator_global_step/.ATTRIBUTES/VARIABLE_VALUE"
-_WEIGHT = "layer_with_weights-{index}/{name}/.ATTRIBUTES/VARIABLE_VALUE"
-_KERAS2_SLOT = "layer_with_weights-{index}/{name}/.OPTIMIZER_SLOT/optimizer/{slot}/.ATTRIBUTES/VARIABLE_VALUE"
-_FIRST_LAYOUT_GLOBAL_STEP = "global_step/.ATTRIBUTES/VARIABLE_VALUE"
-# A Keras 2 optimizer slot and the Keras 3 optimizer variable that holds the same state.
-_SLOTS_KERAS2_TO_KERAS3 = {
-    "m": "momentum",
-    "v": "velocity",
-    "momentum": "momentum",
-    "rms": "velocity",
-    "accumulator": "accumulator",
+from compat.core import tf_internals
+
+_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+_GLOBAL_STEP = "estimator_global_step" + _SUFFIX
+_FIRST_LAYOUT_GLOBAL_STEP = "global_step" + _SUFFIX  # the second layout's too
+
+
+@dataclasses.dataclass(frozen=True)
+class Keras2Optimizer:
+    """How Keras 2's optimizer of one family (TF 2.15's tf.keras, graph mode) named its state."""
+
+    hypers: tuple[str, ...]  # its hyperparameter variables; Keras 3 keeps each as an attribute of that name
+    slots: Mapping[str, str]  # a Keras 3 slot's suffix (`kernel_momentum`) -> Keras 2's slot name
+    others: tuple[str, ...] = ()  # Keras 2's names of its other state, in the order of Keras 3's
+    # Where Keras 3's optimizer of the family computes another update than Keras 2's did (None: the same
+    # update, checked against TF 2.15 in tests/test_keras_estimator.py)
+    differs: str | None = None
+
+
+_BETAS = ("beta_1", "beta_2", "decay", "learning_rate")
+_KERAS2_OPTIMIZERS = {
+    "SGD": Keras2Optimizer(("decay", "learning_rate", "momentum"), {"momentum": "momentum"}),
+    "Adam": Keras2Optimizer(_BETAS, {"momentum": "m", "velocity": "v", "velocity_hat": "vhat"}),
+    "RMSprop": Keras2Optimizer(
+        ("decay", "learning_rate", "momentum", "rho"),
+        {"velocity": "rms", "momentum": "momentum", "average_gradient": "mg"},
+    ),
+    "Adagrad": Keras2Optimizer(("decay", "learning_rate"), {"accumulator": "accumulator"}),
+    "Adadelta": Keras2Optimizer(
+        ("decay", "learning_rate", "rho"), {"accumulated_grad": "accum_grad", "accumulated_delta_var": "accum_var"}
+    ),
+    "Adamax": Keras2Optimizer(_BETAS, {"momentum": "m", "norm": "v"}),
+    "Nadam": Keras2Optimizer(
+        _BETAS,
+        {"momentum": "m", "velocity": "v"},
+        others=("momentum_cache",),
+        differs="Keras 2's Nadam divided its learning rate by (1 + 0.004 * step) and decayed its momentum "
+        "schedule by 0.96 every 250 steps; Keras 3's keeps the rate and decays the schedule by 0.96 every step",
+    ),
+    "Ftrl": Keras2Optimizer(
+        ("beta", "decay", "l1_regularization_strength", "l2_regularization_strength", "learning_rate")
+        + ("learning_rate_power",),
+        {"accumulator": "accumulator", "linear": "linear"},
+    ),
 }
+# An optimizer Keras 2 did not have in graph mode (AdamW, Lion, ...): its slots keep Keras 3's names.
+_KERAS3_ONLY = Keras2Optimizer(("decay", "learning_rate"), {})
+
+
+def keras2_optimizer(optimizer: keras.optimizers.Optimizer) -> Keras2Optimizer:
+    """The naming of `optimizer`'s family (a subclass of Adam is named as Adam)."""
+    return next(
+        (_KERAS2_OPTIMIZERS[cls.__name__] for cls in type(optimizer).__mro__ if cls.__name__ in _KERAS2_OPTIMIZERS),
+        _KERAS3_ONLY,
+    )
 
 
 def layers_with_weights(model: keras.Model) -> list:
     return [layer for layer in model.layers if layer.weights]
 
 
-def _weight_names(layer) -> dict:
-    """`{name: weight}` for one layer: the last part of each weight's path, made unique within the layer."""
+def _is_graph_network(layer) -> bool:
+    """A Functional or Sequential model: Keras 2 keyed its layers by position (`layer_with_weights-<i>`)."""
+    return any(cls.__name__ in ("Functional", "Sequential") for cls in type(layer).__mro__)
+
+
+def weight_tree(layer) -> dict:
+    """`{name: weight or subtree}`: where TF 2.15 (Keras 2) put each of `layer`'s weights in a checkpoint.
+
+    A Functional or Sequential model's layers by position (`layer_with_weights-<i>`); any other layer's
+    sub-layers by the attribute that holds them (an LSTM's `cell`, a Bidirectional's `forward_layer`, a
+    MultiHeadAttention's `_query_dense`: Keras 3 keeps Keras 2's attribute names), then its own weights
+    by name (`kernel`, `moving_mean`).
+    """
+    if _is_graph_network(layer):
+        inner_layers = enumerate(layers_with_weights(layer))
+        return {f"layer_with_weights-{index}": weight_tree(inner) for index, inner in inner_layers}
+    tree: dict = {}
+    placed: set[int] = set()
+    for attribute, value in vars(layer).items():
+        if isinstance(value, keras.layers.Layer) and value is not layer and value.weights:
+            if not {id(weight) for weight in value.weights} <= placed:
+                tree[attribute] = weight_tree(value)
+                placed.update(id(weight) for weight in value.weights)
+    for weight in layer.weights:
+        if id(weight) not in placed:
+            name = weight.path.split("/")[-1]
+            tree[name if name not in tree else weight.path.replace("/", ".")] = weight
+    return tree
+
+
+def _weight_keys(tree: dict, prefix: str = "") -> dict:
+    """`{checkpoint key: weight}` of a `weight_tree` (the object graph escapes `.` as `..`, `/` as `.S`)."""
+    keys = {}
+    for name, value in tree.items():
+        path = prefix + name.replace(".", "..").replace("/", ".S")
+        keys.update(_weight_keys(value, path + "/") if isinstance(value, dict) else {path + _SUFFIX: value})
+    return keys
+
+
+def _release_0_2_names(layer) -> dict:
+    """`{name: weight}` for one layer as releases 0.1 and 0.2 keyed it: the last part of each weight's path,
+    made unique within the layer."""
     names = {}
     for weight in layer.weights:
         name = weight.path.split("/")[-1]
@@ -47,19 +139,20 @@ def _weight_names(layer) -> dict:
     return names
 
 
-def _node(variables: dict) -> tf.train.Checkpoint:
-    node = tf.train.Checkpoint()
-    for name, variable in variables.items():
-        setattr(
-            node,
-            name,
-            variable.value if hasattr(variable, "value") and not isinstance(variable, tf.Variable) else variable,
-        )
+def _saved(variable):
+    """The tf.Variable behind a Keras 3 variable (what a checkpoint holds), or the variable itself."""
+    return variable.value if hasattr(variable, "value") and not isinstance(variable, tf.Variable) else variable
+
+
+def _node(tree: dict, node: tf.train.Checkpoint | None = None) -> tf.train.Checkpoint:
+    node = node if node is not None else tf.train.Checkpoint()
+    for name, value in tree.items():
+        setattr(node, name, _node(value) if isinstance(value, dict) else _saved(value))
     return node
 
 
-def _slots_by_weight(model: keras.Model) -> tuple[dict, dict]:
-    """({weight path: {slot: optimizer variable}}, {name: the optimizer's other variables}).
+def _optimizer_state(model: keras.Model) -> tuple[dict, dict]:
+    """({weight path: {Keras 3 slot suffix: variable}}, {name: the optimizer's other variables}).
 
     Keras 3 names a weight's optimizer state after the weight's path
     (`dense_kernel_momentum`); the layer names in it change from one process to
@@ -80,84 +173,116 @@ def _slots_by_weight(model: keras.Model) -> tuple[dict, dict]:
     return slots, others
 
 
+def _optimizer_node(model: keras.Model) -> tf_internals.SlotsSavedByName:
+    """The `optimizer` node: Keras 2's hyperparameters as variables (the learning rate is the Keras 3
+    optimizer's own, so restoring sets it, as on TF 2.15) and every weight's slots by Keras 2's names."""
+    optimizer = model.optimizer
+    naming = keras2_optimizer(optimizer)
+    table: dict[tuple[int, str], tf.Variable] = {}  # (id of the weight's saved variable, slot name) -> slot
+    built_from = [-1]  # how many variables the optimizer had when `table` was made (it builds them lazily)
+
+    def slots() -> dict:
+        if built_from[0] != len(optimizer.variables):
+            built_from[0] = len(optimizer.variables)
+            table.clear()
+            by_weight, _ = _optimizer_state(model)
+            for weight in model.weights:
+                for suffix, state in by_weight.get(weight.path, {}).items():
+                    table[(id(_saved(weight)), naming.slots.get(suffix, suffix))] = _saved(state)
+        return table
+
+    node = tf_internals.SlotsSavedByName(
+        lambda variable, slot_name: slots().get((id(variable), slot_name)),
+        lambda: sorted({slot_name for _, slot_name in slots()}),
+    )
+    _, others = _optimizer_state(model)
+    others.pop("iteration", None)  # the global step, as TF 2.15's optimizer counted by it
+    learning_rate = others.pop("learning_rate", None)  # None: a schedule, which Keras 2 did not save either
+    for name in naming.hypers:
+        if name == "learning_rate":
+            if learning_rate is not None:
+                setattr(node, name, _saved(learning_rate))
+        else:
+            setattr(node, name, tf.Variable(float(getattr(optimizer, name, 0.0) or 0.0), trainable=False, name=name))
+    for index, (name, variable) in enumerate(others.items()):
+        setattr(node, naming.others[index] if index < len(naming.others) else name, _saved(variable))
+    return node
+
+
+class _Root(tf.train.Checkpoint):
+    """The checkpoint's root: no `save_counter` (tf.train.CheckpointManager adds one at its first save;
+    the files are numbered by the global step here and TF 2.15 wrote no counter)."""
+
+    @property
+    def save_counter(self) -> tf.Variable:
+        return tf.Variable(0, dtype=tf.int64, trainable=False)  # the manager adds 1 to it; nothing keeps it
+
+
 def checkpoint_root(model: keras.Model, global_step: tf.Variable, with_optimizer: bool = True) -> tf.train.Checkpoint:
-    """The object graph this engine saves: TF 2.15's names for the weights, their optimizer slots beside
-    them (`layer_with_weights-<i>/<weight>.<slot>`), the optimizer's own variables and the step."""
-    root = tf.train.Checkpoint(global_step=global_step)
-    slots, others = _slots_by_weight(model) if with_optimizer else ({}, {})
-    for index, layer in enumerate(layers_with_weights(model)):
-        variables = {}
-        for name, weight in _weight_names(layer).items():
-            variables[name] = weight
-            variables.update({f"{name}.{slot}": state for slot, state in slots.get(weight.path, {}).items()})
-        setattr(root, f"layer_with_weights-{index}", _node(variables))
+    """The object graph this engine saves: the weights by layer, their optimizer slots and the optimizer's
+    hyperparameters by Keras 2's names, and the step, with TF 2.15's keys."""
+    root = _node(weight_tree(model), _Root(estimator_global_step=global_step))
     if with_optimizer:
-        root.optimizer = _node(others)
+        root.optimizer = _optimizer_node(model)
     return root
 
 
-def _restore_keras2(model: keras.Model, global_step: tf.Variable, path: str, stored: dict) -> None:
-    """A TF 2.15 model_to_estimator checkpoint into a Keras 3 model: weights by layer order and name,
-    each optimizer slot (Adam's m and v, ...) into Keras 3's variable for it; the global step carries on."""
-    layers = layers_with_weights(model)
-    optimizer_variables = {variable.path.split("/")[-1]: variable for variable in model.optimizer.variables}
-    slots = 0
-    for index, layer in enumerate(layers):
-        for name, weight in _weight_names(layer).items():
-            key = _WEIGHT.format(index=index, name=name)
-            if key not in stored:
-                raise ValueError(
-                    f"{path} was written for another model: it has no '{key}' for the weight "
-                    f"'{weight.path}' of layer {index} ('{layer.name}'); build the same architecture "
-                    "as the program that wrote it"
-                )
-            if tuple(stored[key]) != tuple(weight.shape):
-                raise ValueError(
-                    f"{path}: '{key}' has shape {tuple(stored[key])} but the model's '{weight.path}' has "
-                    f"{tuple(weight.shape)}; build the same architecture as the program that wrote it"
-                )
-            weight.assign(tf.train.load_variable(path, key))
-            for slot, suffix in _SLOTS_KERAS2_TO_KERAS3.items():
-                slot_key = _KERAS2_SLOT.format(index=index, name=name, slot=slot)
-                target = optimizer_variables.get(f"{weight.path.replace('/', '_')}_{suffix}")
-                if slot_key in stored and target is not None:
-                    target.assign(tf.train.load_variable(path, slot_key))
-                    slots += 1
-    step = tf.train.load_variable(path, _KERAS2_GLOBAL_STEP)
-    global_step.assign(step)
-    model.optimizer.iterations.assign(step)
-    tf.compat.v1.logging.info(
-        "Restored %s, written by TensorFlow 2.15's model_to_estimator: %d layers' weights by layer order, "
-        "%d optimizer slots, global step %d",
-        path,
-        len(layers),
-        slots,
-        step,
-    )
+def _check_weights(path: str, stored: Mapping, keys: Mapping) -> None:
+    """Refuses, naming the key, a checkpoint that lacks one of the model's weights or has another shape."""
+    for key, weight in keys.items():
+        if key not in stored:
+            raise ValueError(
+                f"{path} was written for another model: it has no '{key}' for the weight '{weight.path}'; "
+                "build the same architecture as the program that wrote it"
+            )
+        if tuple(stored[key]) != tuple(weight.shape):
+            raise ValueError(
+                f"{path}: '{key}' has shape {tuple(stored[key])} but the model's '{weight.path}' has "
+                f"{tuple(weight.shape)}; build the same architecture as the program that wrote it"
+            )
+
+
+def _release_0_2_layout(model: keras.Model, global_step: tf.Variable) -> tuple[dict, dict]:
+    """({key: weight}, {key: the rest of the state}) of the layout releases 0.1 and 0.2 wrote: each
+    layer's weights by name, the Keras 3 optimizer's variables beside them (`kernel.momentum`)."""
+    slots, others = _optimizer_state(model)
+    weights: dict = {}
+    state: dict = {_FIRST_LAYOUT_GLOBAL_STEP: global_step}
+    state.update({f"optimizer/{name}" + _SUFFIX: variable for name, variable in others.items()})
+    for index, layer in enumerate(layers_with_weights(model)):
+        for name, weight in _release_0_2_names(layer).items():
+            weights.update(_weight_keys({f"layer_with_weights-{index}": {name: weight}}))
+            for suffix, variable in slots.get(weight.path, {}).items():
+                state.update(_weight_keys({f"layer_with_weights-{index}": {f"{name}.{suffix}": variable}}))
+    return weights, state
 
 
 def restore(model: keras.Model, global_step: tf.Variable, path: str) -> None:
-    """Loads `path` into the model, its optimizer and the global step, whichever layout wrote it."""
+    """Loads `path` into the model, its optimizer and the global step, whichever layout wrote it.
+
+    Raises:
+      ValueError: the checkpoint was written for another architecture (the message names the key).
+    """
     # The reader of this exact prefix: list_variables first asks whether the path is a folder, which on
     # ram:// is true of any prefix of a file's name (model.ckpt-3 of model.ckpt-3.index).
-    stored = tf.compat.v1.train.NewCheckpointReader(path).get_variable_to_shape_map()
-    if _KERAS2_GLOBAL_STEP in stored:
-        _restore_keras2(model, global_step, path, stored)
+    reader = tf.compat.v1.train.NewCheckpointReader(path)
+    stored = reader.get_variable_to_shape_map()
+    if _GLOBAL_STEP in stored:  # TF 2.15's layout, which this engine writes
+        _check_weights(path, stored, _weight_keys(weight_tree(model)))
+        checkpoint_root(model, global_step).restore(path).expect_partial()
     elif any(name.startswith("model/") for name in stored) and _FIRST_LAYOUT_GLOBAL_STEP in stored:
         tf.train.Checkpoint(model=model, optimizer=model.optimizer, global_step=global_step).restore(
             path
         ).assert_existing_objects_matched()
     else:
-        status = checkpoint_root(model, global_step).restore(path)
-        try:
-            status.assert_existing_objects_matched()
-        except AssertionError as error:
-            raise ValueError(
-                f"{path} was written for another model: {error}. Build the same architecture as the "
-                "program that wrote it, or use a new model_dir"
-            ) from error
+        weights, state = _release_0_2_layout(model, global_step)
+        _check_weights(path, stored, weights)
+        for key, variable in {**weights, **state}.items():
+            if key in stored:
+                variable.assign(reader.get_tensor(key))
+    model.optimizer.iterations.assign(global_step)
 
 
 def write_weights(model: keras.Model, global_step: tf.Variable, prefix: str) -> str:
-    """The model's weights alone (the warm-start copy, `keras/keras_model.ckpt`)."""
-    return checkpoint_root(model, global_step, with_optimizer=False).write(prefix)
+    """The warm-start copy (`keras/keras_model.ckpt`): the whole state, as TF 2.15 wrote it there."""
+    return checkpoint_root(model, global_step).write(prefix)

@@ -13,11 +13,16 @@ of the same name, mapping the arguments Keras 3 renamed (`lr`) or dropped
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import json
+import os
+import shutil
 import sys
+import tempfile
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import keras
@@ -137,18 +142,20 @@ def callback_classes() -> tuple[type, ...]:
     return (keras.callbacks.Callback, *((tf_keras.callbacks.Callback,) if tf_keras is not None else ()))
 
 
-def compile_from_keras2_h5(model: keras.Model, path: str) -> None:
-    """Compiles a model loaded with `compile=False` from a Keras 2 `.h5`, as its training config says.
+def compile_from_keras2_h5(model: keras.Model, path: str, named: str | None = None) -> None:
+    """Compiles a model loaded with `compile=False` from a Keras 2 `.h5`, as its training config says
+    (messages name `named`, the file the user gave, where `path` is a copy of it).
 
     Keras 3 reads the architecture and weights of a Keras 2 H5 file, but not
     every Keras 2 compile config (a loss's `fn`, an optimizer's `decay`).
     """
     import h5py
 
+    named = named or path
     with h5py.File(path, "r") as stream:
         if "training_config" not in stream.attrs:
             raise ValueError(
-                f"{path} holds no training configuration (it was saved uncompiled): compile the model "
+                f"{named} holds no training configuration (it was saved uncompiled): compile the model "
                 "and pass keras_model= instead of keras_model_path="
             )
         training = json.loads(stream.attrs["training_config"])
@@ -156,7 +163,7 @@ def compile_from_keras2_h5(model: keras.Model, path: str) -> None:
     decay = optimizer_spec.get("config", {}).get("decay", 0.0)
     if decay:
         raise ValueError(
-            f"{path}: the optimizer has decay={decay}, which Keras 3 does not have; compile the model "
+            f"{named}: the optimizer has decay={decay}, which Keras 3 does not have; compile the model "
             "with a learning-rate schedule and pass keras_model="
         )
     metrics = training.get("metrics") or []
@@ -169,3 +176,135 @@ def compile_from_keras2_h5(model: keras.Model, path: str) -> None:
         metrics=metrics or None,
         loss_weights=training.get("loss_weights"),
     )
+
+
+_ANY = object()
+# Layer arguments Keras 2 wrote into configs and Keras 3 refuses, with the one value Keras 3 behaves as.
+_KERAS2_ONLY_ARGUMENTS = {
+    "time_major": False,  # LSTM, GRU, SimpleRNN: Keras 3 reads (batch, time, ...)
+    "softmax_robust_masking": False,  # MultiHeadAttention (tf_keras 2.16+)
+    # MultiHeadAttention's build shapes: Keras 3 builds it from the inputs it is called on
+    "query_shape": _ANY,
+    "key_shape": _ANY,
+    "value_shape": _ANY,
+}
+
+
+def _drop_keras2_only_arguments(config: dict, path: str) -> bool:
+    """Removes `_KERAS2_ONLY_ARGUMENTS` from one layer's config; True if one was there.
+
+    Raises:
+      ValueError: the layer sets one to a value Keras 3 cannot behave as (`time_major=True`).
+    """
+    found = False
+    for argument, keras3_value in _KERAS2_ONLY_ARGUMENTS.items():
+        if argument in config:
+            if keras3_value is not _ANY and config[argument] != keras3_value:
+                raise ValueError(
+                    f"{path}: layer '{config.get('name')}' has {argument}={config[argument]}, which Keras 3 does not "
+                    f"have; build it with {argument}={keras3_value} (transpose its input) first"
+                )
+            del config[argument]
+            found = True
+    return found
+
+
+def _keras3_tensor(reference: list) -> dict:
+    """Keras 3's serialized form of the tensor a `[layer, node, tensor]` reference names (the loader
+    swaps it for that layer's output; shape and dtype are placeholders it does not read)."""
+    return {"class_name": "__keras_tensor__", "config": {"shape": [], "dtype": "float32", "keras_history": reference}}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Layers:
+    """The layers of one Keras 2 functional config: all names, and those of the models nested in it."""
+
+    names: frozenset
+    models: frozenset  # Keras 2 counted a nested model's own first node, which the config leaves out
+
+    @classmethod
+    def of(cls, layers: list) -> _Layers:
+        def name(layer: dict) -> str:
+            return layer.get("name") or layer.get("config", {}).get("name")
+
+        models = {name(layer) for layer in layers if layer.get("class_name") in ("Sequential", "Functional", "Model")}
+        return cls(frozenset(name(layer) for layer in layers), frozenset(models))
+
+    def reference(self, value: Any) -> list | None:
+        """A `[layer, node, tensor]` reference to one of these layers, numbered as Keras 3 numbers nodes."""
+        if not (isinstance(value, list) and len(value) >= 3 and value[0] in self.names and isinstance(value[1], int)):
+            return None
+        skipped = 1 if value[0] in self.models and value[1] >= 1 else 0
+        return [value[0], value[1] - skipped, value[2]]
+
+
+def _keras3_node(node: list, layers: _Layers) -> list | dict:
+    """A Keras 2 inbound node (`[[layer, node, tensor, kwargs], ...]`) as Keras 3 reads it: a nested model's
+    outputs by Keras 3's node numbers, and a call's tensor kwargs (MultiHeadAttention's `value=`), which
+    Keras 3 reads only in its own node format, in that format."""
+    entries = [[*(layers.reference(entry) or entry[:3]), *entry[3:]] for entry in node]
+    kwargs = entries[-1][3] if entries and len(entries[-1]) == 4 else {}
+    if not any(layers.reference(value) for value in kwargs.values()):
+        return entries if entries != node else node
+    inputs = [_keras3_tensor(entry[:3]) for entry in entries]
+    return {
+        "args": [inputs[0] if len(inputs) == 1 else inputs],
+        "kwargs": {
+            key: _keras3_tensor(reference) if (reference := layers.reference(value)) else value
+            for key, value in kwargs.items()
+        },
+    }
+
+
+def _keras3_model_config(node: Any, path: str) -> bool:
+    """Rewrites a Keras 2 model config, in place, into one Keras 3's H5 loader reads; True if it changed."""
+    changed = False
+    if isinstance(node, dict):
+        config = node.get("config")
+        if isinstance(config, dict):
+            changed = _drop_keras2_only_arguments(config, path)
+            if isinstance(config.get("layers"), list) and node.get("class_name") != "Sequential":
+                layers = _Layers.of(config["layers"])
+                for layer in config["layers"]:
+                    nodes = layer.get("inbound_nodes") or []
+                    converted = [_keras3_node(item, layers) if isinstance(item, list) else item for item in nodes]
+                    if converted != nodes:
+                        layer["inbound_nodes"] = converted
+                        changed = True
+                for key in ("input_layers", "output_layers"):
+                    references = config.get(key)
+                    if isinstance(references, list):
+                        moved = [layers.reference(item) or item for item in references]
+                        changed = changed or moved != references
+                        config[key] = moved
+        for value in node.values():
+            changed = _keras3_model_config(value, path) or changed
+    elif isinstance(node, list):
+        for value in node:
+            changed = _keras3_model_config(value, path) or changed
+    return changed
+
+
+@contextlib.contextmanager
+def keras3_readable_h5(path: str) -> Iterator[str]:
+    """`path`, a Keras 2 `.h5`, or (while the block runs) a copy of it that Keras 3 loads: without the layer
+    arguments Keras 3 refuses (`time_major=False`, in every Keras 2 RNN's config; MultiHeadAttention's build
+    shapes), a layer called with a tensor argument (`value=`) in Keras 3's node format. The file given is
+    not changed.
+
+    Raises:
+      ValueError: a layer's argument has a value Keras 3 cannot behave as.
+    """
+    import h5py
+
+    with h5py.File(path, "r") as stream:
+        raw = stream.attrs.get("model_config")
+    config = json.loads(raw) if raw is not None else None
+    if config is None or not _keras3_model_config(config, path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="keras2-h5-") as folder:
+        copy = shutil.copy(path, os.path.join(folder, os.path.basename(path)))
+        with h5py.File(copy, "r+") as stream:
+            stream.attrs["model_config"] = json.dumps(config)
+        yield copy

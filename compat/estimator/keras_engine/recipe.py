@@ -15,6 +15,7 @@ import keras
 import tensorflow as tf
 
 from compat.core import strategies
+from compat.estimator.keras_engine import checkpoint as keras_checkpoint
 from compat.estimator.keras_engine import legacy as keras_legacy
 from compat.estimator.run_config import RunConfig, TaskType
 
@@ -57,6 +58,7 @@ class ModelRecipe:
             copy.set_weights(self.weights)
             self._compile(copy)
             copy.optimizer.build(copy.trainable_variables)
+        _sum_repeated_rows_first(copy.optimizer)
         return copy
 
     def _compile(self, copy: keras.Model) -> None:
@@ -73,6 +75,32 @@ class ModelRecipe:
             }
             optimizer = self.optimizer_class.from_config(copy_lib.deepcopy(self.optimizer_config))
             copy.compile(optimizer=optimizer, loss=self.loss, **arguments)
+
+
+def _summed(gradient: Any) -> Any:
+    """A sparse gradient with each row once, its repeats summed (a dense one as it is)."""
+    if not isinstance(gradient, tf.IndexedSlices):
+        return gradient
+    rows, position = tf.unique(gradient.indices)
+    values = tf.math.unsorted_segment_sum(gradient.values, position, tf.shape(rows)[0])
+    return tf.IndexedSlices(values, rows, gradient.dense_shape)
+
+
+def _sum_repeated_rows_first(optimizer: keras.optimizers.Optimizer) -> None:
+    """The copy's optimizer sums a sparse gradient's repeated rows before its update, as Keras 2's did.
+
+    An Embedding looked up twice in a batch gets a gradient with that row twice.
+    Keras 2's optimizers (TF 2.15's model_to_estimator) summed the repeats first;
+    Keras 3's square each repeat on its own in Adam's `v` (and RMSprop's, Adagrad's
+    accumulators), so one step from the same weights moved elsewhere. Summed
+    first, the update is TF 2.15's (tests/test_keras_estimator.py).
+    """
+    apply = optimizer.apply
+
+    def apply_summed(grads, trainable_variables=None):
+        return apply([_summed(gradient) for gradient in grads], trainable_variables)
+
+    optimizer.apply = apply_summed
 
 
 def coordinating_strategy(config: RunConfig | None) -> tf.distribute.Strategy | None:
@@ -106,20 +134,28 @@ def load_model(path: str, custom_objects: dict | None) -> keras.Model:
         )
     if not os.path.exists(path):
         raise ValueError(f"keras_model_path '{path}' does not exist")
+    if path.endswith((".h5", ".hdf5")):
+        with keras_legacy.keras3_readable_h5(path) as readable:
+            return _load(readable, custom_objects, named=path)
+    return _load(path, custom_objects, named=path)
+
+
+def _load(path: str, custom_objects: dict | None, named: str) -> keras.Model:
+    """Loads `path`; messages name the file the user gave, `named` (`path` may be a readable copy of it)."""
     try:
         return keras.models.load_model(path, custom_objects=custom_objects)  # safe_mode: Keras' default, True
     except (TypeError, ValueError) as error:
         if "safe_mode" in str(error):
             raise ValueError(
-                f"keras_model_path '{path}' holds Python code (a Lambda layer) that Keras runs only when told the file "
-                "is trusted. If it is, load it yourself and pass the model: model_to_estimator(keras_model="
-                f"keras.models.load_model({path!r}, safe_mode=False), ...)"
+                f"keras_model_path '{named}' holds Python code (a Lambda layer) that Keras runs only when told the "
+                "file is trusted. If it is, load it yourself and pass the model: model_to_estimator(keras_model="
+                f"keras.models.load_model({named!r}, safe_mode=False), ...)"
             ) from error
         if not path.endswith((".h5", ".hdf5")):
             raise
     # A Keras 2 H5 file whose compile config Keras 3 cannot read: the model, then its training config.
     model = keras.models.load_model(path, custom_objects=custom_objects, compile=False)
-    keras_legacy.compile_from_keras2_h5(model, path)
+    keras_legacy.compile_from_keras2_h5(model, path, named=named)
     return model
 
 
@@ -161,6 +197,14 @@ def compiled_model(
         raise ValueError(
             "The given keras model has not been compiled yet. Please compile the model with "
             "`model.compile()` before calling `model_to_estimator()`."
+        )
+    differs = keras_checkpoint.keras2_optimizer(keras_model.optimizer).differs
+    if differs:
+        tf.compat.v1.logging.warning(
+            "model_to_estimator trains with Keras 3's %s, which does not update as the Keras 2 optimizer TF 2.15 "
+            "ran did: %s. Training moves differently from TF 2.15's run of the same program",
+            type(keras_model.optimizer).__name__,
+            differs,
         )
     if checkpoint_format == "saver":
         raise NotImplementedError(
