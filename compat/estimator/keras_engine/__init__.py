@@ -10,15 +10,16 @@ Estimator's schedule with no host sync in between:
   <model_dir>/eval[_<name>]/events.out.tfevents.*             metrics, checkpoint_path
   <model_dir>/keras/keras_model.ckpt.*                        the warm-start weights
 
-Checkpoint keys are TF 2.15's (`layer_with_weights-<i>/<weight>/...`, see
-checkpoint.py), so folders written by TF 2.15's model_to_estimator
-restore and train on. Hooks may be Keras callbacks or SessionRunHooks that read
+Checkpoint keys are TF 2.15's (`layer_with_weights-<i>/<weight>/...`, optimizer
+slots beside them, see checkpoint.py), so folders written by TF 2.15's
+model_to_estimator restore and train on, and the optimizer steps as TF 2.15's
+did (keras2_optimizers.py). Hooks may be Keras callbacks or SessionRunHooks that read
 the global step and the loss (session_hooks.py).
 
 The package: `core.py` (state: model copies, counters, checkpoints, features), `loop.py` (training
 and its observers), `evaluation.py`, `engine.py` (`KerasEstimator` and `model_to_estimator`),
-`recipe.py` (the model as plain values its copies are built from), `checkpoint.py`, `export.py`,
-`legacy.py` and `session_hooks.py`.
+`recipe.py` (the model as plain values its copies are built from), `checkpoint.py`, `keras2_optimizers.py`
+(Keras 2's optimizers as TF 2.15 ran them), `export.py`, `legacy.py` and `session_hooks.py`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ checkpoint of it. Its keys, which this engine writes too:
     optimizer's iteration count too.
 So `get_variable_names()` and `get_variable_value(...)` read as on TF 2.15, and
 a model folder moves between the two either way. The Keras 3 optimizer's own
-variables are mapped onto those names here (`Keras2Optimizer`).
+variables are mapped onto those names (keras2_optimizers.py).
 
 It also reads the two layouts earlier releases of this project wrote: `model/...`
 with `global_step`, and the weights' keys above with the Keras 3 optimizer's
@@ -21,67 +21,17 @@ variables beside them (`<weight>..momentum`) and `global_step`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 import keras
 import tensorflow as tf
 
 from compat.core import tf_internals
+from compat.estimator.keras_engine.keras2_optimizers import keras2_optimizer, optimizer_state
 
 _SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 _GLOBAL_STEP = "estimator_global_step" + _SUFFIX
 _FIRST_LAYOUT_GLOBAL_STEP = "global_step" + _SUFFIX  # the second layout's too
-
-
-@dataclasses.dataclass(frozen=True)
-class Keras2Optimizer:
-    """How Keras 2's optimizer of one family (TF 2.15's tf.keras, graph mode) named its state."""
-
-    hypers: tuple[str, ...]  # its hyperparameter variables; Keras 3 keeps each as an attribute of that name
-    slots: Mapping[str, str]  # a Keras 3 slot's suffix (`kernel_momentum`) -> Keras 2's slot name
-    others: tuple[str, ...] = ()  # Keras 2's names of its other state, in the order of Keras 3's
-    # Where Keras 3's optimizer of the family computes another update than Keras 2's did (None: the same
-    # update, checked against TF 2.15 in tests/test_keras_estimator.py)
-    differs: str | None = None
-
-
-_BETAS = ("beta_1", "beta_2", "decay", "learning_rate")
-_KERAS2_OPTIMIZERS = {
-    "SGD": Keras2Optimizer(("decay", "learning_rate", "momentum"), {"momentum": "momentum"}),
-    "Adam": Keras2Optimizer(_BETAS, {"momentum": "m", "velocity": "v", "velocity_hat": "vhat"}),
-    "RMSprop": Keras2Optimizer(
-        ("decay", "learning_rate", "momentum", "rho"),
-        {"velocity": "rms", "momentum": "momentum", "average_gradient": "mg"},
-    ),
-    "Adagrad": Keras2Optimizer(("decay", "learning_rate"), {"accumulator": "accumulator"}),
-    "Adadelta": Keras2Optimizer(
-        ("decay", "learning_rate", "rho"), {"accumulated_grad": "accum_grad", "accumulated_delta_var": "accum_var"}
-    ),
-    "Adamax": Keras2Optimizer(_BETAS, {"momentum": "m", "norm": "v"}),
-    "Nadam": Keras2Optimizer(
-        _BETAS,
-        {"momentum": "m", "velocity": "v"},
-        others=("momentum_cache",),
-        differs="Keras 2's Nadam divided its learning rate by (1 + 0.004 * step) and decayed its momentum "
-        "schedule by 0.96 every 250 steps; Keras 3's keeps the rate and decays the schedule by 0.96 every step",
-    ),
-    "Ftrl": Keras2Optimizer(
-        ("beta", "decay", "l1_regularization_strength", "l2_regularization_strength", "learning_rate")
-        + ("learning_rate_power",),
-        {"accumulator": "accumulator", "linear": "linear"},
-    ),
-}
-# An optimizer Keras 2 did not have in graph mode (AdamW, Lion, ...): its slots keep Keras 3's names.
-_KERAS3_ONLY = Keras2Optimizer(("decay", "learning_rate"), {})
-
-
-def keras2_optimizer(optimizer: keras.optimizers.Optimizer) -> Keras2Optimizer:
-    """The naming of `optimizer`'s family (a subclass of Adam is named as Adam)."""
-    return next(
-        (_KERAS2_OPTIMIZERS[cls.__name__] for cls in type(optimizer).__mro__ if cls.__name__ in _KERAS2_OPTIMIZERS),
-        _KERAS3_ONLY,
-    )
 
 
 def layers_with_weights(model: keras.Model) -> list:
@@ -151,28 +101,6 @@ def _node(tree: dict, node: tf.train.Checkpoint | None = None) -> tf.train.Check
     return node
 
 
-def _optimizer_state(model: keras.Model) -> tuple[dict, dict]:
-    """({weight path: {Keras 3 slot suffix: variable}}, {name: the optimizer's other variables}).
-
-    Keras 3 names a weight's optimizer state after the weight's path
-    (`dense_kernel_momentum`); the layer names in it change from one process to
-    the next, so the checkpoint files a slot under its weight instead.
-    """
-    prefixes = sorted(
-        ((weight.path.replace("/", "_") + "_", weight.path) for weight in model.weights), key=lambda pair: -len(pair[0])
-    )
-    slots: dict[str, dict] = {}
-    others = {}
-    for variable in model.optimizer.variables:
-        name = variable.path.split("/")[-1]
-        owner = next(((prefix, path) for prefix, path in prefixes if name.startswith(prefix)), None)
-        if owner is None:
-            others[name] = variable
-        else:
-            slots.setdefault(owner[1], {})[name[len(owner[0]) :]] = variable
-    return slots, others
-
-
 def _optimizer_node(model: keras.Model) -> tf_internals.SlotsSavedByName:
     """The `optimizer` node: Keras 2's hyperparameters as variables (the learning rate is the Keras 3
     optimizer's own, so restoring sets it, as on TF 2.15) and every weight's slots by Keras 2's names."""
@@ -185,7 +113,7 @@ def _optimizer_node(model: keras.Model) -> tf_internals.SlotsSavedByName:
         if built_from[0] != len(optimizer.variables):
             built_from[0] = len(optimizer.variables)
             table.clear()
-            by_weight, _ = _optimizer_state(model)
+            by_weight, _ = optimizer_state(model.weights, model.optimizer)
             for weight in model.weights:
                 for suffix, state in by_weight.get(weight.path, {}).items():
                     table[(id(_saved(weight)), naming.slots.get(suffix, suffix))] = _saved(state)
@@ -195,7 +123,7 @@ def _optimizer_node(model: keras.Model) -> tf_internals.SlotsSavedByName:
         lambda variable, slot_name: slots().get((id(variable), slot_name)),
         lambda: sorted({slot_name for _, slot_name in slots()}),
     )
-    _, others = _optimizer_state(model)
+    _, others = optimizer_state(model.weights, model.optimizer)
     others.pop("iteration", None)  # the global step, as TF 2.15's optimizer counted by it
     learning_rate = others.pop("learning_rate", None)  # None: a schedule, which Keras 2 did not save either
     for name in naming.hypers:
@@ -245,7 +173,7 @@ def _check_weights(path: str, stored: Mapping, keys: Mapping) -> None:
 def _release_0_2_layout(model: keras.Model, global_step: tf.Variable) -> tuple[dict, dict]:
     """({key: weight}, {key: the rest of the state}) of the layout releases 0.1 and 0.2 wrote: each
     layer's weights by name, the Keras 3 optimizer's variables beside them (`kernel.momentum`)."""
-    slots, others = _optimizer_state(model)
+    slots, others = optimizer_state(model.weights, model.optimizer)
     weights: dict = {}
     state: dict = {_FIRST_LAYOUT_GLOBAL_STEP: global_step}
     state.update({f"optimizer/{name}" + _SUFFIX: variable for name, variable in others.items()})

@@ -15,7 +15,7 @@ import keras
 import tensorflow as tf
 
 from compat.core import strategies
-from compat.estimator.keras_engine import checkpoint as keras_checkpoint
+from compat.estimator.keras_engine import keras2_optimizers
 from compat.estimator.keras_engine import legacy as keras_legacy
 from compat.estimator.run_config import RunConfig, TaskType
 
@@ -58,7 +58,7 @@ class ModelRecipe:
             copy.set_weights(self.weights)
             self._compile(copy)
             copy.optimizer.build(copy.trainable_variables)
-        _sum_repeated_rows_first(copy.optimizer)
+        keras2_optimizers.update_as_keras2(copy.optimizer)  # sparse gradients as TF 2.15 applied them
         return copy
 
     def _compile(self, copy: keras.Model) -> None:
@@ -75,32 +75,6 @@ class ModelRecipe:
             }
             optimizer = self.optimizer_class.from_config(copy_lib.deepcopy(self.optimizer_config))
             copy.compile(optimizer=optimizer, loss=self.loss, **arguments)
-
-
-def _summed(gradient: Any) -> Any:
-    """A sparse gradient with each row once, its repeats summed (a dense one as it is)."""
-    if not isinstance(gradient, tf.IndexedSlices):
-        return gradient
-    rows, position = tf.unique(gradient.indices)
-    values = tf.math.unsorted_segment_sum(gradient.values, position, tf.shape(rows)[0])
-    return tf.IndexedSlices(values, rows, gradient.dense_shape)
-
-
-def _sum_repeated_rows_first(optimizer: keras.optimizers.Optimizer) -> None:
-    """The copy's optimizer sums a sparse gradient's repeated rows before its update, as Keras 2's did.
-
-    An Embedding looked up twice in a batch gets a gradient with that row twice.
-    Keras 2's optimizers (TF 2.15's model_to_estimator) summed the repeats first;
-    Keras 3's square each repeat on its own in Adam's `v` (and RMSprop's, Adagrad's
-    accumulators), so one step from the same weights moved elsewhere. Summed
-    first, the update is TF 2.15's (tests/test_keras_estimator.py).
-    """
-    apply = optimizer.apply
-
-    def apply_summed(grads, trainable_variables=None):
-        return apply([_summed(gradient) for gradient in grads], trainable_variables)
-
-    optimizer.apply = apply_summed
 
 
 def coordinating_strategy(config: RunConfig | None) -> tf.distribute.Strategy | None:
@@ -198,7 +172,7 @@ def compiled_model(
             "The given keras model has not been compiled yet. Please compile the model with "
             "`model.compile()` before calling `model_to_estimator()`."
         )
-    differs = keras_checkpoint.keras2_optimizer(keras_model.optimizer).differs
+    differs = keras2_optimizers.keras2_optimizer(keras_model.optimizer).differs
     if differs:
         tf.compat.v1.logging.warning(
             "model_to_estimator trains with Keras 3's %s, which does not update as the Keras 2 optimizer TF 2.15 "
