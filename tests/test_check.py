@@ -23,19 +23,36 @@ def uses(name):
 def test_tf1_names_through_import_tensorflow_are_refused_with_their_v1_spelling():
     found = uses("tf1_2017.py")
     refused = {name for _, name, status in found if status == compatibility.REFUSED}
-    # the Estimator surface's TF 1.x names, and the others TensorFlow >= 2.16 lacks (tf.losses)
+    # the Estimator surface's TF 1.x names (tf.estimator.inputs was TF 1.x's: TF 2.15's v2 API lacked it), and
+    # the others TensorFlow >= 2.16 lacks (tf.losses)
     assert refused == {"tf.layers.dense", "tf.train.AdamOptimizer", "tf.train.get_global_step",
-                       "tf.losses.sparse_softmax_cross_entropy"}
+                       "tf.losses.sparse_softmax_cross_entropy", "tf.estimator.inputs.numpy_input_fn"}
     assert (11, "tf.estimator.EstimatorSpec", compatibility.SAME) in found
     note = compatibility.lookup("tf.train.AdamOptimizer").note
     assert "tf.compat.v1.train.AdamOptimizer" in note
 
 
-def test_a_name_the_namespace_lacks_is_unknown_not_fine():
-    source = "import tensorflow as tf\nkm = tf.estimator.experimental.KMeans(3)\nok = tf.compat.v1.estimator.experimental.KMeans\n"
-    found = [(use.line, use.name, use.status) for use in check.check_source(source)]
-    assert found == [(2, "tf.estimator.experimental.KMeans", compatibility.UNKNOWN),
-                     (3, "tf.compat.v1.estimator.experimental.KMeans", compatibility.SAME)]
+def test_a_name_the_namespace_lacks_is_not_called_fine_and_no_tensorflow_loads():
+    """TF 1.x spellings below tf.estimator (TF 2.15's v2 API lacked them) are refused with the spelling --fix
+    gives them, a typo is unknown: decided from TF 2.15's recorded names, in a process without TensorFlow."""
+    program = (
+        "from compat.estimator import check\n"
+        "source = ('import tensorflow as tf\\nkm = tf.estimator.experimental.KMeans(3)\\n'\n"
+        "          'ok = tf.compat.v1.estimator.experimental.KMeans\\nfn = tf.estimator.inputs.numpy_input_fn\\n'\n"
+        "          'typo = tf.estimator.DNNClasifier\\n')\n"
+        "import json, sys\n"
+        "found = [(u.line, u.name, u.status, u.note) for u in check.check_source(source)]\n"
+        "print(json.dumps({'found': found, 'tensorflow': 'tensorflow' in sys.modules}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO, timeout=120)
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["tensorflow"] is False
+    found = {name: (line, status, note) for line, name, status, note in report["found"]}
+    assert found["tf.estimator.experimental.KMeans"][1] == compatibility.REFUSED
+    assert "tf.compat.v1.estimator.experimental.KMeans (--fix rewrites it)" in found["tf.estimator.experimental.KMeans"][2]
+    assert found["tf.compat.v1.estimator.experimental.KMeans"][1] == compatibility.SAME
+    assert found["tf.estimator.inputs.numpy_input_fn"][1] == compatibility.REFUSED
+    assert found["tf.estimator.DNNClasifier"][1] == compatibility.UNKNOWN
 
 
 def test_from_imports_of_the_estimator_modules_work_after_install(installed):
@@ -100,7 +117,7 @@ def test_the_command_reports_per_file_and_fails_ci_on_a_refused_use(tmp_path, ca
                         "keras_layers_mirrored_2022.py": "runs, with the differences listed",
                         "star_and_strings_2023.py": "uses something refused",
                         "tf1_2017.py": "uses something refused"}
-    assert report["summary"][compatibility.REFUSED] == 6  # tf1_2017.py: five, and tf.losses off the surface
+    assert report["summary"][compatibility.REFUSED] == 7  # tf1_2017.py: six, and tf.losses off the surface
     # the same entry point in process (the subprocess above is the command itself)
     assert check.main([os.path.join(SNIPPETS, "from_imports_2021.py")]) == 0
     assert "4 uses (3 as TF 2.15, 1 differs)" in capsys.readouterr().out
@@ -345,3 +362,35 @@ def test_a_namespace_bound_to_a_name_is_what_it_is_not_unknown():
     assert found[:3] == [(2, "tf.estimator", compatibility.SAME), (3, "tf.compat.v1.estimator", compatibility.SAME),
                          (4, "tf.keras.estimator", compatibility.SAME)]
     assert (5, "tf.layers", compatibility.SAME) not in found
+
+
+def test_dimension_value_is_reported_and_fix_makes_the_code_run(tmp_path):
+    """TF 1.x's `shape[i].value` fails on TF 2's int dimensions: the check refuses it, and `--fix` rewrites each
+    (several on a line, through `get_shape()` and `.dims`) to tf.compat.v1.dimension_value, after which it runs."""
+    program = tmp_path / "shapes.py"
+    program.write_text("import tensorflow as tf\nx = tf.zeros([2, 3])\na = x.shape[-1].value\n"
+                       "b = x.get_shape()[0].value + x.shape.dims[1].value\nprint(a, b)\n")
+    found = check.check_source(program.read_text(), str(program))
+    assert [(use.line, use.status) for use in found] == [(3, compatibility.REFUSED)] + [(4, compatibility.REFUSED)] * 2
+    fixed = subprocess.run([sys.executable, "-m", "compat.estimator.check", "--fix", str(program)],
+                           capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr[-2000:]
+    assert "tf.compat.v1.dimension_value(x.get_shape()[0]) + tf.compat.v1.dimension_value(x.shape.dims[1])" \
+        in program.read_text()
+    ran = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0 and ran.stdout.split() == ["3", "5"], ran.stderr[-2000:]
+
+
+def test_what_fix_rewrites_is_said_and_its_rewrites_raise_no_note_of_their_own():
+    """A refused name --fix rewrites says what it becomes; tf.contrib's xavier initializer rewritten to a Keras
+    initializer does not make the Estimator "differ" for Keras layers the program never calls."""
+    source = ("import tensorflow as tf\n"
+              "def model_fn(features, labels, mode):\n"
+              "    w = tf.layers.dense(features, 1, kernel_initializer=tf.contrib.layers.xavier_initializer())\n"
+              "    return tf.estimator.EstimatorSpec(mode, loss=tf.reduce_sum(w))\n"
+              "est = tf.estimator.Estimator(model_fn)\n")
+    notes = {use.name: use.note for use in check.check_source(source)}
+    assert notes["tf.layers.dense"].endswith("--fix rewrites it to tf.compat.v1.layers.dense")
+    assert "--fix rewrites it" in notes["tf.contrib.layers.xavier_initializer"]
+    after = {use.name: use.status for use in check.check_source(check.fixed_source(source, "model.py"))}
+    assert after["tf.estimator.Estimator"] == compatibility.SAME, after

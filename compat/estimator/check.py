@@ -202,7 +202,8 @@ def _names_in(tree: ast.AST, aliases: _Aliases) -> Iterator[tuple[int, str]]:
 
 def _program_uses(tree: ast.AST, names: Iterable[str]) -> frozenset[str]:
     """What a table row's cases are met by: the names below `tf.` the file reaches, the keyword
-    arguments it passes (`train_distribute=`), and `keras.` when it imports Keras 3 itself."""
+    arguments it passes (`train_distribute=`), and `keras.layers.` when it imports Keras 3 itself (whose
+    layers it may call)."""
     uses = {name[len("tf.") :] for name in names}
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg:
@@ -210,36 +211,26 @@ def _program_uses(tree: ast.AST, names: Iterable[str]) -> frozenset[str]:
         elif isinstance(node, ast.Import | ast.ImportFrom):
             modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             if any(module == "keras" or module.startswith("keras.") for module in modules):
-                uses.add("keras.")
+                uses.add("keras.layers.")
     return frozenset(uses)
 
 
-# where a name below each Estimator namespace resolves after install()
-_NAMESPACES = {"tf.estimator.": "compat.estimator", "tf.compat.v1.estimator.": "compat.estimator.v1"}
-
-
-def _missing_here(name: str) -> bool:
-    """Whether a name below tf.estimator or tf.compat.v1.estimator is absent from what install() provides
-    (a TF 1.x spelling in the TF2 namespace, a typo), which the table's prefix rows would call fine.
-
-    TF 2.15's public names (compat/estimator/tf215_names.json, every one of which install() provides:
-    tests/test_estimator_api.py) are answered from that list, so a codebase of them is checked without
-    TensorFlow; any other name is looked up in this package, which loads it.
+def _estimator_name_verdict(name: str) -> compatibility.Entry | None:
+    """The verdict for a name below tf.estimator or tf.compat.v1.estimator that is not one of TF 2.15's
+    public names (a TF 1.x spelling in the TF 2 namespace, a typo), which the table's prefix rows would call
+    "as TF 2.15"; None for any other name. Decided from TF 2.15's recorded names, without TensorFlow.
     """
-    if not name.startswith(tuple(_NAMESPACES)):
-        return False
-    if _in_tf215(name):
-        return False
-    import importlib
-
-    for prefix, module in _NAMESPACES.items():
-        if name.startswith(prefix):
-            value: object = importlib.import_module(module)
-            for part in name[len(prefix) :].split("."):
-                if not hasattr(value, part):
-                    return True
-                value = getattr(value, part)
-    return False
+    if not name.startswith(("tf.estimator.", "tf.compat.v1.estimator.")) or _in_tf215(name):
+        return None
+    renamed = _tf1_rename(name)
+    if renamed is not None and _in_tf215(renamed[1]):
+        old, new = renamed
+        return compatibility.Entry(
+            compatibility.REFUSED,
+            f"a TF 1.x name, not in TF 2.15's {old.rsplit('.', 1)[0]} (TF 2.15 raised AttributeError; it had "
+            f"{new}): use {new} (--fix rewrites it)",
+        )
+    return compatibility.Entry(compatibility.UNKNOWN, "no such name in this namespace, here or in TF 2.15")
 
 
 def _in_tf215(name: str) -> bool:
@@ -376,6 +367,63 @@ def _with_methods_renamed(text: str) -> str:
     return "".join(lines)
 
 
+def _is_static_shape(node: ast.expr) -> bool:
+    """`x.shape`, `x.get_shape()` or `x.shape.dims`: a TensorShape, whose items were Dimensions in TF 1.x."""
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Attribute) and node.func.attr == "get_shape"
+    return isinstance(node, ast.Attribute) and (
+        node.attr == "shape" or (node.attr == "dims" and _is_static_shape(node.value))
+    )
+
+
+def _dimension_values(tree: ast.AST) -> Iterator[ast.Attribute]:
+    """Each `<shape>[i].value`: TF 1.x's `Dimension.value`, an AttributeError on TF 2's int dimensions."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "value"
+            and isinstance(node.value, ast.Subscript)
+            and _is_static_shape(node.value.value)
+        ):
+            yield node
+
+
+_DIMENSION_NOTE = (
+    "TF 1.x's Dimension.value: a TF 2 shape's item is an int or None, which has no .value; "
+    "use tf.compat.v1.dimension_value(shape[i]) (--fix rewrites it)"
+)
+
+
+def _dimension_value_uses(tree: ast.AST, path: str) -> Iterator[Use]:
+    for node in _dimension_values(tree):
+        yield Use(path, node.lineno, "tf.compat.v1.Dimension.value", compatibility.REFUSED, _DIMENSION_NOTE)
+
+
+def _with_dimension_values(text: str) -> str:
+    """`text` with each one-line `<shape>[i].value` as `<tf>.compat.v1.dimension_value(<shape>[i])`, `<tf>` the
+    name the file binds to TensorFlow (left as it is where it binds none)."""
+    tree = ast.parse(text)
+    aliases = _Aliases()
+    aliases.visit(tree)
+    spellings = {point: name for name, point in aliases.names.items() if point in ("tf", "tf.compat.v1")}
+    function = (
+        f"{spellings['tf']}.compat.v1.dimension_value"
+        if "tf" in spellings
+        else f"{spellings['tf.compat.v1']}.dimension_value"
+        if "tf.compat.v1" in spellings
+        else None
+    )
+    lines = text.splitlines(keepends=True)
+    nodes = [node for node in _dimension_values(tree) if node.lineno == node.end_lineno]
+    for node in sorted(nodes, key=lambda n: n.col_offset, reverse=True) if function else []:
+        assert node.end_col_offset is not None
+        line = lines[node.lineno - 1].encode()  # ast's offsets count UTF-8 bytes
+        inner = line[node.value.col_offset : node.value.end_col_offset]
+        replaced = line[: node.col_offset] + f"{function}(".encode() + inner + b")" + line[node.end_col_offset :]
+        lines[node.lineno - 1] = replaced.decode()
+    return "".join(lines)
+
+
 def check_source(source: str, path: str = "<string>") -> list[Use]:
     """Every use of the surface in `source`, and every TF 1.x name TensorFlow >= 2.16 lacks, in line order."""
     tree = ast.parse(source, filename=path)
@@ -388,14 +436,16 @@ def check_source(source: str, path: str = "<string>") -> list[Use]:
         entry = compatibility.lookup(name).in_program(program)
         if entry.status == compatibility.UNKNOWN and _a_namespace_that_runs(name):  # `estimator = tf.estimator`
             entry = compatibility.Entry(compatibility.SAME, "the namespace of TF 2.15's names, after install()")
-        if _missing_here(name):
-            entry = compatibility.Entry(compatibility.UNKNOWN, "no such name in this namespace, here or in TF 2.15")
+        entry = _estimator_name_verdict(name) or entry
+        if entry.status == compatibility.REFUSED and (fixed := upgrade.rewritten(name)) is not None:
+            entry = compatibility.Entry(entry.status, f"{entry.note}. --fix rewrites it to {fixed}")
         uses.append(Use(path, line, name, entry.status, entry.note))
     uses += [
         *_legacy_module_uses(tree, path),
         *_tf1_uses(found, path),
         *_iterator_method_uses(tree, path),
         *_renamed_method_uses(tree, path),
+        *_dimension_value_uses(tree, path),
     ]
     return sorted(uses, key=lambda use: (use.line, use.name))
 
@@ -483,7 +533,7 @@ def fixed_source(source: str, path: str) -> str:
         upgrade.UpgradeError: the file does not parse.
     """
     text = upgrade.upgrade_source(source, path, _is_tf1_program(check_source(source, path))).source
-    text = _with_methods_renamed(text)
+    text = _with_dimension_values(_with_methods_renamed(text))
     if is_entry_point(ast.parse(text)) or _uses_estimator(text, path):
         text = with_install_line(text, path)
     open_uses = [

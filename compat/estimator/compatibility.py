@@ -63,10 +63,12 @@ class Entry:
 
 _KERAS_ENGINE = (
     "trains the Keras 3 model (a Keras 2 model as its Keras 3 copy) eagerly (many steps per call); "
-    "object-based checkpoints, the layers' weights "
-    "keyed as TF 2.15's (its folders restore), the global step and optimizer as Keras 3's; no .meta or "
+    "object-based checkpoints keyed as TF 2.15's (weights, optimizer slots, hyperparameters, global "
+    "step: its folders restore); Keras 3's Nadam updates otherwise than Keras 2's; no .meta or "
     "graph.pbtxt; SessionRunHooks that need a Session are refused with their replacement"
 )
+# What makes a program one that calls Keras layers (an initializer or an optimizer of tf.keras does not)
+_KERAS_LAYERS = ("keras.layers.", "keras.Sequential", "keras.Model", "keras.models.", "keras.applications.")
 _V1_CANNED = "the TF 1.x class: tf.compat.v1.train optimizers, SUM loss reduction, TF 1.x variable and slot names"
 
 # tf.compat.v1.train's names that TensorFlow 2's tf.train lacks (listed from TF 2.21): a TF 1.x program that
@@ -178,7 +180,7 @@ _ROWS: dict[str, Entry] = {
         DIFFERS,
         cases=(
             Case(
-                ("keras.",),
+                _KERAS_LAYERS,
                 "Keras 3 layers called in a model_fn without training= follow the mode and "
                 "update their state every step (TF 2.15 ran them in inference mode and never "
                 "updated them)",

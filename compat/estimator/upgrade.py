@@ -49,6 +49,16 @@ def symbol_renames() -> dict[str, str]:
     return _tf215_tables()["symbol_renames"]
 
 
+def rewritten(name: str) -> str | None:
+    """What `--fix` makes of the TF 1.x name `name` (`tf.layers.dense` -> `tf.compat.v1.layers.dense`), or
+    "a TF 2 call" for one TF 2.15's upgrader rewrote as a call (`tf.contrib.layers.xavier_initializer`);
+    None when it leaves it. Read from TF 2.15's tables, without TensorFlow."""
+    tables = _tf215_tables()
+    if name in tables["symbol_renames"]:
+        return tables["symbol_renames"][name]
+    return "a TF 2 call" if name in tables["function_transformers"] else None
+
+
 @cache
 def tf2_names() -> frozenset[str]:
     """The renamed names that TensorFlow 2 has as well (`tf.keras.optimizers.Adam`, `tf.debugging.assert_equal`,
