@@ -2,8 +2,9 @@
 
     python -m compat.estimator.check PATH... [--format=text|json] [--diff | --fix]
 
-Reads Python files (files, or folders searched for `*.py`) with the `ast` module, never importing or
-running them, and finds every use of the Estimator surface and the TF1-era names model_fns call
+Reads Python files and Jupyter notebooks (files, or folders searched for `*.py` and `*.ipynb`; a
+notebook's code cells as one program, notebook.py) with the `ast` module, never importing or running
+them, and finds every use of the Estimator surface and the TF1-era names model_fns call
 (`tf.estimator.*`, `tf.compat.v1.estimator.*`, `tf.keras.estimator.*`, `tf.layers.*`,
 `tf.compat.v1.train.*`, `tf.feature_column.*`, `tf.contrib.*`, ...), through whatever aliases the
 file gives them (`import tensorflow.compat.v1 as tf`, `from tensorflow import estimator as est`,
@@ -37,7 +38,7 @@ import sys
 from collections.abc import Iterable, Iterator
 
 from compat.core import tf_namespaces
-from compat.estimator import compatibility, legacy_modules, upgrade
+from compat.estimator import compatibility, legacy_modules, notebook, upgrade
 
 # What counts as the Estimator surface: uses below these names are reported (dotted below `tf.`).
 SURFACE = (
@@ -451,16 +452,38 @@ def check_source(source: str, path: str = "<string>") -> list[Use]:
 
 
 def python_files(paths: Iterable[str]) -> list[str]:
-    """The `.py` files of `paths` (files as given, folders searched), sorted, each once."""
+    """The `.py` files and notebooks of `paths` (files as given, folders searched), sorted, each once."""
     found = []
     for path in paths:
         if os.path.isdir(path):
             for folder, subfolders, names in os.walk(path):
                 subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
-                found += [os.path.join(folder, name) for name in sorted(names) if name.endswith(".py")]
+                found += [os.path.join(folder, name) for name in sorted(names) if name.endswith((".py", ".ipynb"))]
         else:
             found.append(path)
     return list(dict.fromkeys(found))
+
+
+def _read(path: str) -> tuple[str, str]:
+    """(the file's text, the Python the check reads in it: a notebook's code cells as one program).
+
+    Raises:
+        OSError, UnicodeDecodeError: the file cannot be read; ValueError: a notebook that is not JSON.
+    """
+    with open(path, encoding="utf-8") as stream:
+        text = stream.read()
+    return text, notebook.python_source(text) if notebook.is_notebook(path) else text
+
+
+def _in_cells(path: str, source: str, uses: list[Use]) -> list[Use]:
+    """A notebook's uses, each placed at its cell and line (`nb.ipynb cell 3`); a Python file's as they are."""
+    if not notebook.is_notebook(path):
+        return uses
+    placed = []
+    for use in uses:
+        where = notebook.place(source, use.line)
+        placed.append(dataclasses.replace(use, path=f"{path} cell {where.cell}", line=where.line))
+    return placed
 
 
 def is_entry_point(tree: ast.AST) -> bool:
@@ -656,7 +679,7 @@ def _print_text(by_file: dict[str, list[Use]], unreadable: dict[str, str], diffs
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m compat.estimator.check", description=__doc__.split("\n\n")[0])
-    parser.add_argument("paths", nargs="+", help="Python files, or folders to search for *.py")
+    parser.add_argument("paths", nargs="+", help="Python files and notebooks, or folders to search for them")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     changes = parser.add_mutually_exclusive_group()
     changes.add_argument("--diff", action="store_true", help="print the changes --fix would make, writing nothing")
@@ -674,12 +697,11 @@ def main(argv: list[str] | None = None) -> int:
     unreadable: dict[str, str] = {}
     for path in files:
         try:
-            with open(path, encoding="utf-8") as stream:
-                source = stream.read()
-            by_file[path] = check_source(source, path)
+            _, source = _read(path)
+            by_file[path] = _in_cells(path, source, check_source(source, path))
             if args.diff and by_file[path]:
                 diffs[path] = _diff(source, fixed_source(source, path), path)
-        except (OSError, UnicodeDecodeError, SyntaxError, upgrade.UpgradeError) as error:
+        except (OSError, ValueError, SyntaxError, upgrade.UpgradeError) as error:
             unreadable[path] = f"{type(error).__name__}: {error}"
     every_use = [use for uses in by_file.values() for use in uses]
     totals = _summary(every_use)
@@ -714,8 +736,7 @@ def _fix_files(files: list[str]) -> list[str]:
     refused: list[str] = []
     for path in files:
         try:
-            with open(path, encoding="utf-8") as stream:
-                source = stream.read()
+            text, source = _read(path)
             ast.parse(source, filename=path)
             problem = _unwritable(path)
             if problem:
@@ -723,12 +744,18 @@ def _fix_files(files: list[str]) -> list[str]:
                 continue
             changed = fixed_source(source, path)
         except SyntaxError as error:
-            refused.append(f"{path}: does not parse as Python (line {error.lineno}); fix it, then run --fix again")
-        except (OSError, UnicodeDecodeError, upgrade.UpgradeError) as error:
+            where = error.lineno or 0
+            if notebook.is_notebook(path):
+                place = notebook.place(source, where)
+                where_text = f"cell {place.cell}, line {place.line}"
+            else:
+                where_text = f"line {where}"
+            refused.append(f"{path}: does not parse as Python ({where_text}); fix it, then run --fix again")
+        except (OSError, ValueError, upgrade.UpgradeError) as error:
             refused.append(f"{path}: {error}")
         else:
             if changed != source:
-                fixed[path] = changed
+                fixed[path] = notebook.with_python_source(text, changed) if notebook.is_notebook(path) else changed
     for line in refused:
         print(f"{line}; no file was changed")
     if refused:
