@@ -448,3 +448,28 @@ def test_a_notebook_is_checked_by_cell_and_fixed_in_place_keeping_the_rest(tmp_p
     ran = subprocess.run([sys.executable, "-c", f"MODEL_DIR = {str(tmp_path / 'model')!r}\n{program}"],
                          capture_output=True, text=True, cwd=REPO, timeout=300)
     assert ran.returncode == 0 and "global step 5" in ran.stdout, ran.stderr[-3000:]
+
+
+def test_contrib_modules_imported_by_name_go_to_their_tf2_homes(tmp_path):
+    """BERT's spelling, `from tensorflow.contrib import tpu as contrib_tpu`: --fix spells each use that has a TF 2
+    home out so TensorFlow's upgrader renames it (TPUEstimator's, tf.distribute.cluster_resolver,
+    tf.data.experimental.map_and_batch), drops imports left unused, and keeps the one whose name has no home
+    (layer_norm), which the report names with what to use instead."""
+    source = ("import tensorflow as tf\n"
+              "from tensorflow.contrib import data as contrib_data\n"
+              "from tensorflow.contrib import layers as contrib_layers\n"
+              "from tensorflow.contrib import tpu as contrib_tpu\n"
+              "def norm(x):\n"
+              "    return contrib_layers.layer_norm(inputs=x, begin_norm_axis=-1, begin_params_axis=-1)\n"
+              "def input_fn(params):\n"
+              "    return tf.data.Dataset.range(8).apply(contrib_data.map_and_batch(lambda r: r, batch_size=2))\n"
+              "config = contrib_tpu.RunConfig(tpu_config=contrib_tpu.TPUConfig(iterations_per_loop=2))\n"
+              "est = contrib_tpu.TPUEstimator(model_fn=None, config=config, use_tpu=False, train_batch_size=2)\n")
+    fixed = check.fixed_source(source, "bert_like.py")
+    assert "from tensorflow.contrib import layers as contrib_layers" in fixed
+    assert "contrib_data" not in fixed and "contrib_tpu" not in fixed
+    assert "tf.data.experimental.map_and_batch(" in fixed and "tf.compat.v1.estimator.tpu.TPUEstimator(" in fixed
+    statuses = {use.name: (use.status, use.note) for use in check.check_source(fixed, "bert_like.py")}
+    assert statuses["tf.compat.v1.estimator.tpu.RunConfig"][0] == compatibility.SAME
+    assert statuses["tf.contrib.layers.layer_norm"][0] == compatibility.REFUSED
+    assert "LayerNormalization(epsilon=1e-12)" in statuses["tf.contrib.layers.layer_norm"][1]

@@ -555,7 +555,8 @@ def fixed_source(source: str, path: str) -> str:
     Raises:
         upgrade.UpgradeError: the file does not parse.
     """
-    text = upgrade.upgrade_source(source, path, _is_tf1_program(check_source(source, path))).source
+    spelled = upgrade.contrib_aliases_spelled_out(source)
+    text = upgrade.upgrade_source(spelled, path, _is_tf1_program(check_source(source, path))).source
     text = _with_dimension_values(_with_methods_renamed(text))
     if is_entry_point(ast.parse(text)) or _uses_estimator(text, path):
         text = with_install_line(text, path)

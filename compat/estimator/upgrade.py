@@ -145,6 +145,62 @@ def contrib_estimator_renames() -> dict[str, str]:
     return {f"tf.contrib.estimator.{member}": f"tf.{home}" for member, home in homes.items() if home}
 
 
+def _tensorflow_name(tree: ast.AST) -> str | None:
+    """The name the file binds to `tensorflow` itself at its top level (`import tensorflow as tf`), or None."""
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "tensorflow":
+                    return alias.asname or "tensorflow"
+    return None
+
+
+def _contrib_imports(tree: ast.AST) -> dict[str, tuple[str, ast.ImportFrom]]:
+    """{alias: (`tf.contrib.<module>`, its statement)} for each top-level `from tensorflow.contrib import <module>
+    [as alias]` (BERT's `from tensorflow.contrib import tpu as contrib_tpu`)."""
+    found = {}
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.ImportFrom) and node.module == "tensorflow.contrib" and not node.level:
+            for alias in node.names:
+                found[alias.asname or alias.name] = (f"tf.contrib.{alias.name}", node)
+    return found
+
+
+def contrib_aliases_spelled_out(source: str) -> str:
+    """`source` with each `<alias>.<name>` of a `from tensorflow.contrib import <module> as <alias>` spelled
+    `tf.contrib.<module>.<name>` where TF 2.15's upgrader has a TF 2 home for that name (which the upgrader
+    then gives it); an import none of whose names is left is removed. TensorFlow's upgrader renames only
+    the dotted spellings, so such a file kept its contrib imports, which TensorFlow 2 does not have."""
+    tree = ast.parse(source)
+    tensorflow, imports = _tensorflow_name(tree), _contrib_imports(tree)
+    if tensorflow is None or not imports:
+        return source
+    edits: list[tuple[int, int, int, str]] = []  # (line, start, end, text), ast's UTF-8 byte offsets
+    spelled_out: set[int] = set()  # the alias Name nodes of the edits
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in imports:
+            module = imports[node.value.id][0]
+            if rewritten(f"{module}.{node.attr}") is not None and node.value.end_col_offset is not None:
+                spelled = tensorflow + module[len("tf") :]
+                edits.append((node.value.lineno, node.value.col_offset, node.value.end_col_offset, spelled))
+                spelled_out.add(id(node.value))
+    still_used = {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and node.id in imports and id(node) not in spelled_out
+    }
+    lines = source.splitlines(keepends=True)
+    for line, start, end, text in sorted(edits, reverse=True):
+        raw = lines[line - 1].encode()
+        lines[line - 1] = (raw[:start] + text.encode() + raw[end:]).decode()
+    statements = {id(node): node for _, node in imports.values()}.values()
+    for statement in sorted(statements, key=lambda node: -node.lineno):
+        names = {alias.asname or alias.name for alias in statement.names}
+        if not names & still_used and statement.end_lineno is not None:
+            del lines[statement.lineno - 1 : statement.end_lineno]
+    return "".join(lines)
+
+
 @dataclasses.dataclass(frozen=True)
 class Upgraded:
     """A file's text after TensorFlow's upgrader, and what the upgrader reported (one line each)."""
