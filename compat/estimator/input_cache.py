@@ -528,7 +528,9 @@ class InputCache:
 
     def _folder(self) -> str:
         if self._root is None:
+            # no folder given: this process's own, which no other can find again, so it goes when the process ends
             self._root = tempfile.mkdtemp(prefix="compat-input-cache-")
+            atexit.register(shutil.rmtree, self._root, ignore_errors=True)
         os.makedirs(self._root, exist_ok=True)
         return self._root
 
