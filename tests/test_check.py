@@ -450,11 +450,12 @@ def test_a_notebook_is_checked_by_cell_and_fixed_in_place_keeping_the_rest(tmp_p
     assert ran.returncode == 0 and "global step 5" in ran.stdout, ran.stderr[-3000:]
 
 
-def test_contrib_modules_imported_by_name_go_to_their_tf2_homes(tmp_path):
+def test_contrib_modules_imported_by_name_go_to_their_tf2_homes_and_layers_to_tf_slim(tmp_path):
     """BERT's spelling, `from tensorflow.contrib import tpu as contrib_tpu`: --fix spells each use that has a TF 2
-    home out so TensorFlow's upgrader renames it (TPUEstimator's, tf.distribute.cluster_resolver,
-    tf.data.experimental.map_and_batch), drops imports left unused, and keeps the one whose name has no home
-    (layer_norm), which the report names with what to use instead."""
+    home out so TensorFlow's upgrader renames it (TPUEstimator's, tf.data.experimental.map_and_batch), drops the
+    imports left unused, and imports tf.contrib.layers from tf-slim, TF 1.x's layers with their variable names:
+    installed from the package index as a user would, the fixed layer_norm makes `LayerNorm/beta` and `gamma`
+    under the caller's scope, where BERT's released checkpoints keep them."""
     source = ("import tensorflow as tf\n"
               "from tensorflow.contrib import data as contrib_data\n"
               "from tensorflow.contrib import layers as contrib_layers\n"
@@ -463,13 +464,30 @@ def test_contrib_modules_imported_by_name_go_to_their_tf2_homes(tmp_path):
               "    return contrib_layers.layer_norm(inputs=x, begin_norm_axis=-1, begin_params_axis=-1)\n"
               "def input_fn(params):\n"
               "    return tf.data.Dataset.range(8).apply(contrib_data.map_and_batch(lambda r: r, batch_size=2))\n"
-              "config = contrib_tpu.RunConfig(tpu_config=contrib_tpu.TPUConfig(iterations_per_loop=2))\n"
-              "est = contrib_tpu.TPUEstimator(model_fn=None, config=config, use_tpu=False, train_batch_size=2)\n")
-    fixed = check.fixed_source(source, "bert_like.py")
-    assert "from tensorflow.contrib import layers as contrib_layers" in fixed
-    assert "contrib_data" not in fixed and "contrib_tpu" not in fixed
-    assert "tf.data.experimental.map_and_batch(" in fixed and "tf.compat.v1.estimator.tpu.TPUEstimator(" in fixed
-    statuses = {use.name: (use.status, use.note) for use in check.check_source(fixed, "bert_like.py")}
-    assert statuses["tf.compat.v1.estimator.tpu.RunConfig"][0] == compatibility.SAME
-    assert statuses["tf.contrib.layers.layer_norm"][0] == compatibility.REFUSED
-    assert "LayerNormalization(epsilon=1e-12)" in statuses["tf.contrib.layers.layer_norm"][1]
+              "config = contrib_tpu.RunConfig(tpu_config=contrib_tpu.TPUConfig(iterations_per_loop=2))\n")
+    notes = {use.name: (use.status, use.note) for use in check.check_source(source, "modeling.py")}
+    assert notes["tf.contrib.layers.layer_norm"][0] == compatibility.REFUSED
+    assert "tf_slim.layers.layer_norm" in notes["tf.contrib.layers.layer_norm"][1]
+    fixed = check.fixed_source(source, "modeling.py")
+    assert "from tf_slim import layers as contrib_layers" in fixed and "tensorflow.contrib" not in fixed
+    assert "tf.data.experimental.map_and_batch(" in fixed and "tf.compat.v1.estimator.tpu.RunConfig(" in fixed
+    statuses = {use.name: use.status for use in check.check_source(fixed, "modeling.py")}
+    assert statuses == {"tf.compat.v1.estimator.tpu.RunConfig": compatibility.SAME,
+                        "tf.compat.v1.estimator.tpu.TPUConfig": compatibility.SAME}, statuses
+    sys.path.insert(0, os.path.join(REPO, "tests", "helpers"))
+    import libraries
+
+    try:
+        folder = libraries.install(["tf-slim==1.1.0"])
+    except libraries.IndexUnreachable as error:
+        pytest.skip(f"the package index is unreachable: {error}")
+    (tmp_path / "modeling.py").write_text(fixed)
+    program = ("import modeling, tensorflow as tf\n"
+               "with tf.Graph().as_default():\n"
+               "    with tf.compat.v1.variable_scope('bert/embeddings'):\n"
+               "        modeling.norm(tf.compat.v1.placeholder(tf.float32, [None, 4]))\n"
+               "    print(sorted(v.name for v in tf.compat.v1.global_variables()))\n")
+    ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([folder, str(tmp_path), REPO])})
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "['bert/embeddings/LayerNorm/beta:0', 'bert/embeddings/LayerNorm/gamma:0']" in ran.stdout

@@ -234,6 +234,19 @@ def _estimator_name_verdict(name: str) -> compatibility.Entry | None:
     return compatibility.Entry(compatibility.UNKNOWN, "no such name in this namespace, here or in TF 2.15")
 
 
+def _tf_slim_verdict(name: str) -> compatibility.Entry | None:
+    """For a tf.contrib.layers or tf.contrib.slim name that tf-slim has: where, and what --fix does."""
+    home = upgrade.tf_slim_home(name)
+    if home is None:
+        return None
+    return compatibility.Entry(
+        compatibility.REFUSED,
+        f"tf.contrib is not in TensorFlow 2; tf-slim has it as {home}, with TF 1.x's variable names, so TF 1.x "
+        "checkpoints restore (pip install tf-slim). --fix moves a `from tensorflow.contrib import "
+        f"{name.split('.')[2]}` import to tf_slim where every name the file takes from it is tf-slim's",
+    )
+
+
 def _in_tf215(name: str) -> bool:
     """Whether `name` is one of TF 2.15's public names, a name below one (`ModeKeys.TRAIN`) or a namespace
     above them (`tf.estimator.export`)."""
@@ -437,7 +450,7 @@ def check_source(source: str, path: str = "<string>") -> list[Use]:
         entry = compatibility.lookup(name).in_program(program)
         if entry.status == compatibility.UNKNOWN and _a_namespace_that_runs(name):  # `estimator = tf.estimator`
             entry = compatibility.Entry(compatibility.SAME, "the namespace of TF 2.15's names, after install()")
-        entry = _estimator_name_verdict(name) or entry
+        entry = _estimator_name_verdict(name) or _tf_slim_verdict(name) or entry
         if entry.status == compatibility.REFUSED and (fixed := upgrade.rewritten(name)) is not None:
             entry = compatibility.Entry(entry.status, f"{entry.note}. --fix rewrites it to {fixed}")
         uses.append(Use(path, line, name, entry.status, entry.note))
@@ -555,7 +568,7 @@ def fixed_source(source: str, path: str) -> str:
     Raises:
         upgrade.UpgradeError: the file does not parse.
     """
-    spelled = upgrade.contrib_aliases_spelled_out(source)
+    spelled = upgrade.contrib_modules_to_tf_slim(upgrade.contrib_aliases_spelled_out(source))
     text = upgrade.upgrade_source(spelled, path, _is_tf1_program(check_source(source, path))).source
     text = _with_dimension_values(_with_methods_renamed(text))
     if is_entry_point(ast.parse(text)) or _uses_estimator(text, path):
@@ -735,6 +748,7 @@ def _fix_files(files: list[str]) -> list[str]:
     change (unreadable, not Python, read-only, in a folder it cannot write). When any is refused, none is written."""
     fixed: dict[str, str] = {}
     refused: list[str] = []
+    slim: list[str] = []  # files that now import tf-slim
     for path in files:
         try:
             text, source = _read(path)
@@ -757,11 +771,16 @@ def _fix_files(files: list[str]) -> list[str]:
         else:
             if changed != source:
                 fixed[path] = notebook.with_python_source(text, changed) if notebook.is_notebook(path) else changed
+            if "tf_slim" in changed and "tf_slim" not in source:
+                slim.append(path)
     for line in refused:
         print(f"{line}; no file was changed")
     if refused:
         return refused
-    return _write_all(fixed)
+    unwritten = _write_all(fixed)
+    for path in slim if not unwritten else []:
+        print(f"{path}: imports tf_slim now (TF 1.x's tf.contrib.layers and slim): pip install tf-slim")
+    return unwritten
 
 
 def _unwritable(path: str) -> str | None:

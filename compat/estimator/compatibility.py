@@ -304,13 +304,6 @@ _ROWS: dict[str, Entry] = {
         REFUSED,
         "removed from tensorflow_estimator before 2.15: use TensorFlow Decision Forests or a DNN/Linear estimator",
     ),
-    "contrib.layers.layer_norm": Entry(
-        REFUSED,
-        "tf.contrib is not in TensorFlow 2 and layer_norm has no TF 2 home: "
-        "tf.keras.layers.LayerNormalization(epsilon=1e-12) computes the same over the last axis, but names its "
-        "variables <layer>/gamma and <layer>/beta where TF 1.x's were LayerNorm/gamma and LayerNorm/beta, so a TF "
-        "1.x checkpoint restores into it only through a warm start's var_name_to_prev_var_name",
-    ),
     "contrib.": Entry(
         REFUSED,
         "tf.contrib is not in TensorFlow 2: most of tf.contrib.estimator is in tf.estimator or "

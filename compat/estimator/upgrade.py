@@ -23,7 +23,7 @@ import functools
 import io
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
@@ -199,6 +199,70 @@ def contrib_aliases_spelled_out(source: str) -> str:
         if not names & still_used and statement.end_lineno is not None:
             del lines[statement.lineno - 1 : statement.end_lineno]
     return "".join(lines)
+
+
+@cache
+def tf_slim_names() -> dict[str, frozenset[str]]:
+    """{"layers": ..., "slim": ...}: the public names of tf-slim 1.1.0 (`tf_slim.layers`, `tf_slim`), where TF 1.x's
+    tf.contrib.layers and tf.contrib.slim live on with their variable names; recorded by
+    tests/helpers/tf_slim_names.py, so that the check never imports tf_slim."""
+    with open(os.path.join(os.path.dirname(__file__), "tf_slim_names.json"), encoding="utf-8") as stream:
+        recorded = json.load(stream)
+    return {"layers": frozenset(recorded["layers"]), "slim": frozenset(recorded["slim"])}
+
+
+def tf_slim_home(name: str) -> str | None:
+    """`tf_slim.layers.<x>` for `tf.contrib.layers.<x>`, `tf_slim.<x>` for `tf.contrib.slim.<x>`, where tf-slim
+    has it; else None."""
+    for module, home in (("layers", "tf_slim.layers"), ("slim", "tf_slim")):
+        prefix = f"tf.contrib.{module}."
+        if name.startswith(prefix) and name[len(prefix) :].split(".")[0] in tf_slim_names()[module]:
+            return f"{home}.{name[len(prefix) :]}"
+    return None
+
+
+def _contrib_module_imports(tree: ast.AST) -> Iterator[tuple[ast.stmt, str, str]]:
+    """(statement, module, alias) for each top-level one-name import of tf.contrib.layers or tf.contrib.slim:
+    `from tensorflow.contrib import layers as contrib_layers`, `import tensorflow.contrib.slim as slim`."""
+    for node in getattr(tree, "body", []):
+        if len(getattr(node, "names", [])) != 1:
+            continue
+        alias = node.names[0]
+        if isinstance(node, ast.ImportFrom) and node.module == "tensorflow.contrib" and not node.level:
+            module = alias.name
+        elif isinstance(node, ast.Import) and alias.name.startswith("tensorflow.contrib.") and alias.asname:
+            module = alias.name[len("tensorflow.contrib.") :]
+        else:
+            continue
+        if module in ("layers", "slim"):
+            yield node, module, alias.asname or alias.name
+
+
+def contrib_modules_to_tf_slim(source: str) -> str:
+    """`source` with each import of tf.contrib.layers or tf.contrib.slim as a module (`from tensorflow.contrib
+    import layers as contrib_layers`) importing tf-slim's instead, where every name the file takes from it is
+    tf-slim's: TF 1.x's layers with their variable names (`LayerNorm/gamma`), so TF 1.x checkpoints restore."""
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    for statement, module, alias in sorted(_contrib_module_imports(tree), key=lambda found: -found[0].lineno):
+        uses = [node for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == alias]
+        members = {
+            node.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == alias
+        }
+        if not members or not members <= tf_slim_names()[module]:
+            continue  # a name tf-slim lacks: the import stays, and the check says what to use instead
+        if any(not _is_attribute_base(tree, use) for use in uses):
+            continue  # the module itself passed around: left as it is
+        spelled = f"from tf_slim import layers as {alias}\n" if module == "layers" else f"import tf_slim as {alias}\n"
+        indent = lines[statement.lineno - 1][: statement.col_offset]
+        lines[statement.lineno - 1 : statement.end_lineno] = [indent + spelled]
+    return "".join(lines)
+
+
+def _is_attribute_base(tree: ast.AST, name: ast.Name) -> bool:
+    return any(isinstance(node, ast.Attribute) and node.value is name for node in ast.walk(tree))
 
 
 @dataclasses.dataclass(frozen=True)
