@@ -246,23 +246,20 @@ def contrib_modules_to_tf_slim(source: str) -> str:
     lines = source.splitlines(keepends=True)
     for statement, module, alias in sorted(_contrib_module_imports(tree), key=lambda found: -found[0].lineno):
         uses = [node for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == alias]
-        members = {
-            node.attr
+        taken = [  # `<alias>.<member>`: each use of the module that takes a name from it
+            node
             for node in ast.walk(tree)
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == alias
-        }
+        ]
+        members = {node.attr for node in taken}
         if not members or not members <= tf_slim_names()[module]:
             continue  # a name tf-slim lacks: the import stays, and the check says what to use instead
-        if any(not _is_attribute_base(tree, use) for use in uses):
+        if len(taken) < len(uses):
             continue  # the module itself passed around: left as it is
         spelled = f"from tf_slim import layers as {alias}\n" if module == "layers" else f"import tf_slim as {alias}\n"
         indent = lines[statement.lineno - 1][: statement.col_offset]
         lines[statement.lineno - 1 : statement.end_lineno] = [indent + spelled]
     return "".join(lines)
-
-
-def _is_attribute_base(tree: ast.AST, name: ast.Name) -> bool:
-    return any(isinstance(node, ast.Attribute) and node.value is name for node in ast.walk(tree))
 
 
 @dataclasses.dataclass(frozen=True)
