@@ -450,12 +450,12 @@ def test_a_notebook_is_checked_by_cell_and_fixed_in_place_keeping_the_rest(tmp_p
     assert ran.returncode == 0 and "global step 5" in ran.stdout, ran.stderr[-3000:]
 
 
-def test_contrib_modules_imported_by_name_go_to_their_tf2_homes_and_layers_to_tf_slim(tmp_path):
+def test_contrib_modules_imported_by_name_go_to_their_tf2_homes_and_layer_norm_here(tmp_path):
     """BERT's spelling, `from tensorflow.contrib import tpu as contrib_tpu`: --fix spells each use that has a TF 2
     home out so TensorFlow's upgrader renames it (TPUEstimator's, tf.data.experimental.map_and_batch), drops the
-    imports left unused, and imports tf.contrib.layers from tf-slim, TF 1.x's layers with their variable names:
-    installed from the package index as a user would, the fixed layer_norm makes `LayerNorm/beta` and `gamma`
-    under the caller's scope, where BERT's released checkpoints keep them."""
+    imports left unused, and imports tf.contrib.layers from this project where it has every name the file takes
+    (layer_norm): TF 1.x's layer norm, `LayerNorm/beta` and `gamma` under the caller's scope, where BERT's released
+    checkpoints keep them, normalizing with TF 1.x's epsilon."""
     source = ("import tensorflow as tf\n"
               "from tensorflow.contrib import data as contrib_data\n"
               "from tensorflow.contrib import layers as contrib_layers\n"
@@ -467,27 +467,80 @@ def test_contrib_modules_imported_by_name_go_to_their_tf2_homes_and_layers_to_tf
               "config = contrib_tpu.RunConfig(tpu_config=contrib_tpu.TPUConfig(iterations_per_loop=2))\n")
     notes = {use.name: (use.status, use.note) for use in check.check_source(source, "modeling.py")}
     assert notes["tf.contrib.layers.layer_norm"][0] == compatibility.REFUSED
-    assert "tf_slim.layers.layer_norm" in notes["tf.contrib.layers.layer_norm"][1]
+    assert "compat.estimator.contrib_layers.layer_norm" in notes["tf.contrib.layers.layer_norm"][1]
     fixed = check.fixed_source(source, "modeling.py")
-    assert "from tf_slim import layers as contrib_layers" in fixed and "tensorflow.contrib" not in fixed
+    assert "from compat.estimator import contrib_layers\n" in fixed and "tensorflow.contrib" not in fixed
     assert "tf.data.experimental.map_and_batch(" in fixed and "tf.compat.v1.estimator.tpu.RunConfig(" in fixed
     statuses = {use.name: use.status for use in check.check_source(fixed, "modeling.py")}
     assert statuses == {"tf.compat.v1.estimator.tpu.RunConfig": compatibility.SAME,
                         "tf.compat.v1.estimator.tpu.TPUConfig": compatibility.SAME}, statuses
+    (tmp_path / "modeling.py").write_text(fixed)
+    program = ("import modeling, numpy as np, tensorflow as tf\n"
+               "x = np.array([[1.0, 2.0, 4.0, 9.0], [3.0, 3.0, 3.0, 7.0]], np.float32)\n"
+               "with tf.Graph().as_default():\n"
+               "    with tf.compat.v1.variable_scope('bert/embeddings'):\n"
+               "        inputs = tf.compat.v1.placeholder(tf.float32, [None, 4])\n"
+               "        y = modeling.norm(inputs)\n"
+               "    names = sorted(v.name for v in tf.compat.v1.trainable_variables())\n"
+               "    with tf.compat.v1.Session() as session:\n"
+               "        session.run(tf.compat.v1.global_variables_initializer())\n"
+               "        got = session.run(y, {inputs: x})\n"
+               "want = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-12)\n"
+               "print(names, float(np.abs(got - want).max()))\n")
+    ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), REPO])})
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    names, difference = ran.stdout.strip().splitlines()[-1].rsplit(" ", 1)
+    assert names == "['bert/embeddings/LayerNorm/beta:0', 'bert/embeddings/LayerNorm/gamma:0']"
+    assert float(difference) < 1e-5
+
+
+def test_contrib_layers_this_project_lacks_come_from_tf_slim_and_dotted_layer_norm_from_here():
+    """A file taking a name this project lacks from tf.contrib.layers (`fully_connected`) imports tf-slim's module,
+    which has them all; `tf.contrib.layers.layer_norm` spelled out gets this project's, imported beside TensorFlow."""
+    module_import = ("import tensorflow as tf\n"
+                     "from tensorflow.contrib import layers as contrib_layers\n"
+                     "def net(x):\n"
+                     "    return contrib_layers.layer_norm(contrib_layers.fully_connected(x, 4))\n")
+    fixed = check.fixed_source(module_import, "net.py")
+    assert "from tf_slim import layers as contrib_layers\n" in fixed and "tensorflow.contrib" not in fixed
+    notes = {use.name: use.note for use in check.check_source(module_import, "net.py")}
+    assert "tf_slim.layers.fully_connected" in notes["tf.contrib.layers.fully_connected"]
+    dotted = "import tensorflow as tf\n\n\ndef norm(x):\n    return tf.contrib.layers.layer_norm(x, scope='ln')\n"
+    fixed = check.fixed_source(dotted, "norm.py")
+    assert fixed.splitlines()[:2] == ["import tensorflow as tf", "from compat.estimator import contrib_layers"]
+    assert "return contrib_layers.layer_norm(x, scope='ln')" in fixed and check.FIX_COMMENT not in fixed
+
+
+@pytest.mark.slow
+def test_bert_fine_tunes_after_fix_alone_as_tf_2_15_did_after_its_upgrader_and_hand_edits(tmp_path):
+    """google-research/bert as packaged (bert-tensorflow 1.0.4), the most copied TPUEstimator program: its modules
+    copied, `check --fix` run on them and nothing else changed, a tiny BERT fine-tunes through its own
+    model_fn_builder and input_fn_builder under TPUEstimator(use_tpu=False) and matches TF 2.15 running the same
+    after its tf_upgrade_v2 and the hand edits it needed (tests/helpers/tf215_bert.py): the loss at each step,
+    the checkpoint's variables with AdamWeightDecayOptimizer's slots, the evaluation and the predictions."""
     sys.path.insert(0, os.path.join(REPO, "tests", "helpers"))
     import libraries
 
     try:
-        folder = libraries.install(["tf-slim==1.1.0"])
+        checkout = libraries.copy_of_bert(str(tmp_path / "checkout"))
     except libraries.IndexUnreachable as error:
         pytest.skip(f"the package index is unreachable: {error}")
-    (tmp_path / "modeling.py").write_text(fixed)
-    program = ("import modeling, tensorflow as tf\n"
-               "with tf.Graph().as_default():\n"
-               "    with tf.compat.v1.variable_scope('bert/embeddings'):\n"
-               "        modeling.norm(tf.compat.v1.placeholder(tf.float32, [None, 4]))\n"
-               "    print(sorted(v.name for v in tf.compat.v1.global_variables()))\n")
-    ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join([folder, str(tmp_path), REPO])})
+    fixed = subprocess.run([*CHECK, "--fix", "bert"], capture_output=True, text=True, cwd=checkout, timeout=600)
+    assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]  # nothing left for a person
+    assert "fixed bert/modeling.py" in fixed.stdout and "tensorflow.contrib" not in (
+        tmp_path / "checkout" / "bert" / "modeling.py").read_text()
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    ran = subprocess.run([sys.executable, os.path.join(REPO, "tests", "helpers", "bert_finetune.py"), "--bert",
+                          checkout, "--workdir", str(workdir)], capture_output=True, text=True, cwd=workdir,
+                         timeout=600, env={**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert ran.returncode == 0, ran.stderr[-3000:]
-    assert "['bert/embeddings/LayerNorm/beta:0', 'bert/embeddings/LayerNorm/gamma:0']" in ran.stdout
+    ours = json.loads(ran.stdout.strip().splitlines()[-1])
+    recorded = json.load(open(os.path.join(REPO, "tests", "data", "tf215_bert.json")))
+    assert ours["variables"] == recorded["variables"] and ours["checkpoint"] == recorded["checkpoint"]
+    assert ours["eval"]["global_step"] == recorded["eval"]["global_step"] == 30
+    assert ours["eval"]["eval_accuracy"] == recorded["eval"]["eval_accuracy"] == 1.0  # it learned, on both
+    assert ours["losses"] == pytest.approx(recorded["losses"], abs=1e-4)
+    assert ours["eval"]["eval_loss"] == pytest.approx(recorded["eval"]["eval_loss"], abs=1e-5)
+    assert sum(ours["probabilities"], []) == pytest.approx(sum(recorded["probabilities"], []), abs=1e-5)

@@ -234,11 +234,18 @@ def _estimator_name_verdict(name: str) -> compatibility.Entry | None:
     return compatibility.Entry(compatibility.UNKNOWN, "no such name in this namespace, here or in TF 2.15")
 
 
-def _tf_slim_verdict(name: str) -> compatibility.Entry | None:
-    """For a tf.contrib.layers or tf.contrib.slim name that tf-slim has: where, and what --fix does."""
-    home = upgrade.tf_slim_home(name)
+def _contrib_layers_verdict(name: str) -> compatibility.Entry | None:
+    """For a tf.contrib.layers or tf.contrib.slim name that this project or tf-slim has: where, and what --fix
+    does."""
+    home = upgrade.contrib_layers_home(name)
     if home is None:
         return None
+    if home.startswith("compat."):
+        return compatibility.Entry(
+            compatibility.REFUSED,
+            f"tf.contrib is not in TensorFlow 2; this project has it as {home}, with TF 1.x's variable names, so "
+            "TF 1.x checkpoints restore (--fix rewrites it)",
+        )
     return compatibility.Entry(
         compatibility.REFUSED,
         f"tf.contrib is not in TensorFlow 2; tf-slim has it as {home}, with TF 1.x's variable names, so TF 1.x "
@@ -450,7 +457,7 @@ def check_source(source: str, path: str = "<string>") -> list[Use]:
         entry = compatibility.lookup(name).in_program(program)
         if entry.status == compatibility.UNKNOWN and _a_namespace_that_runs(name):  # `estimator = tf.estimator`
             entry = compatibility.Entry(compatibility.SAME, "the namespace of TF 2.15's names, after install()")
-        entry = _estimator_name_verdict(name) or _tf_slim_verdict(name) or entry
+        entry = _estimator_name_verdict(name) or _contrib_layers_verdict(name) or entry
         if entry.status == compatibility.REFUSED and (fixed := upgrade.rewritten(name)) is not None:
             entry = compatibility.Entry(entry.status, f"{entry.note}. --fix rewrites it to {fixed}")
         uses.append(Use(path, line, name, entry.status, entry.note))
@@ -568,7 +575,8 @@ def fixed_source(source: str, path: str) -> str:
     Raises:
         upgrade.UpgradeError: the file does not parse.
     """
-    spelled = upgrade.contrib_modules_to_tf_slim(upgrade.contrib_aliases_spelled_out(source))
+    spelled = upgrade.contrib_aliases_spelled_out(source)
+    spelled = upgrade.contrib_modules_moved(upgrade.contrib_layers_spelled_here(spelled))
     text = upgrade.upgrade_source(spelled, path, _is_tf1_program(check_source(source, path))).source
     text = _with_dimension_values(_with_methods_renamed(text))
     if is_entry_point(ast.parse(text)) or _uses_estimator(text, path):

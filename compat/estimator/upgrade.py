@@ -211,12 +211,18 @@ def tf_slim_names() -> dict[str, frozenset[str]]:
     return {"layers": frozenset(recorded["layers"]), "slim": frozenset(recorded["slim"])}
 
 
-def tf_slim_home(name: str) -> str | None:
-    """`tf_slim.layers.<x>` for `tf.contrib.layers.<x>`, `tf_slim.<x>` for `tf.contrib.slim.<x>`, where tf-slim
-    has it; else None."""
+def contrib_layers_home(name: str) -> str | None:
+    """Where `--fix` sends the TF 1.x name `name` of tf.contrib.layers or tf.contrib.slim: this project's
+    `compat.estimator.contrib_layers.<x>` where it has it (contrib_layers.py), else tf-slim's `tf_slim.layers.<x>`
+    or `tf_slim.<x>`; None when neither has it."""
+    from compat.estimator import contrib_layers
+
+    member = name.split(".")[3] if name.count(".") >= 3 else ""
+    if name.startswith("tf.contrib.layers.") and member in contrib_layers.__all__:
+        return f"compat.estimator.contrib_layers.{name[len('tf.contrib.layers.') :]}"
     for module, home in (("layers", "tf_slim.layers"), ("slim", "tf_slim")):
         prefix = f"tf.contrib.{module}."
-        if name.startswith(prefix) and name[len(prefix) :].split(".")[0] in tf_slim_names()[module]:
+        if name.startswith(prefix) and member in tf_slim_names()[module]:
             return f"{home}.{name[len(prefix) :]}"
     return None
 
@@ -238,10 +244,23 @@ def _contrib_module_imports(tree: ast.AST) -> Iterator[tuple[ast.stmt, str, str]
             yield node, module, alias.asname or alias.name
 
 
-def contrib_modules_to_tf_slim(source: str) -> str:
+def _module_import(module: str, members: set[str], alias: str) -> str | None:
+    """The import giving `alias` every one of `members` of tf.contrib.`module` ("layers" or "slim"): this
+    project's contrib_layers, else tf-slim's; None when neither has them all."""
+    from compat.estimator import contrib_layers
+
+    if module == "layers" and members <= set(contrib_layers.__all__):
+        return f"from compat.estimator import contrib_layers{'' if alias == 'contrib_layers' else f' as {alias}'}\n"
+    if not members <= tf_slim_names()[module]:
+        return None
+    return f"from tf_slim import layers as {alias}\n" if module == "layers" else f"import tf_slim as {alias}\n"
+
+
+def contrib_modules_moved(source: str) -> str:
     """`source` with each import of tf.contrib.layers or tf.contrib.slim as a module (`from tensorflow.contrib
-    import layers as contrib_layers`) importing tf-slim's instead, where every name the file takes from it is
-    tf-slim's: TF 1.x's layers with their variable names (`LayerNorm/gamma`), so TF 1.x checkpoints restore."""
+    import layers as contrib_layers`) importing the module that has every name the file takes from it
+    (`_module_import`): TF 1.x's layers with their variable names (`LayerNorm/gamma`), so TF 1.x checkpoints
+    restore."""
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     for statement, module, alias in sorted(_contrib_module_imports(tree), key=lambda found: -found[0].lineno):
@@ -251,14 +270,50 @@ def contrib_modules_to_tf_slim(source: str) -> str:
             for node in ast.walk(tree)
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == alias
         ]
-        members = {node.attr for node in taken}
-        if not members or not members <= tf_slim_names()[module]:
-            continue  # a name tf-slim lacks: the import stays, and the check says what to use instead
-        if len(taken) < len(uses):
-            continue  # the module itself passed around: left as it is
-        spelled = f"from tf_slim import layers as {alias}\n" if module == "layers" else f"import tf_slim as {alias}\n"
+        spelled = _module_import(module, {node.attr for node in taken}, alias) if taken else None
+        if spelled is None or len(taken) < len(uses):
+            continue  # a name no home has, or the module itself passed around: left as it is, and reported
         indent = lines[statement.lineno - 1][: statement.col_offset]
         lines[statement.lineno - 1 : statement.end_lineno] = [indent + spelled]
+    return "".join(lines)
+
+
+def contrib_layers_spelled_here(source: str) -> str:
+    """`source` with each `tf.contrib.layers.<name>` this project has (`layer_norm`) spelled
+    `contrib_layers.<name>`, imported from compat.estimator after the file's `import tensorflow`."""
+    from compat.estimator import contrib_layers
+
+    tree = ast.parse(source)
+    tensorflow = _tensorflow_name(tree)
+    if tensorflow is None or "contrib_layers" in {getattr(node, "id", None) for node in ast.walk(tree)}:
+        return source
+    edits = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or node.attr not in contrib_layers.__all__:
+            continue
+        module = node.value  # `<tf>.contrib.layers`
+        if (
+            isinstance(module, ast.Attribute)
+            and module.attr == "layers"
+            and isinstance(module.value, ast.Attribute)
+            and module.value.attr == "contrib"
+            and isinstance(module.value.value, ast.Name)
+            and module.value.value.id == tensorflow
+            and module.end_col_offset is not None
+        ):
+            edits.append((module.lineno, module.col_offset, module.end_col_offset))
+    if not edits:
+        return source
+    lines = source.splitlines(keepends=True)
+    for line, start, end in sorted(edits, reverse=True):
+        raw = lines[line - 1].encode()
+        lines[line - 1] = (raw[:start] + b"contrib_layers" + raw[end:]).decode()
+    statement = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.Import) and any(alias.name == "tensorflow" for alias in node.names)
+    )
+    lines.insert(statement.end_lineno or statement.lineno, "from compat.estimator import contrib_layers\n")
     return "".join(lines)
 
 

@@ -128,3 +128,17 @@ def run_driver(
     if result.returncode != 0 or not lines:
         return {"status": "error", "error": result.stderr[-3000:]}
     return json.loads(lines[-1])
+
+
+# google-research/bert as released on PyPI, and tf-slim, TF 1.x's tf.contrib.layers, which TF 2.15's side of the
+# BERT comparison imports in place of tensorflow.contrib (its hand edit; see tf215_bert.py)
+BERT = ["bert-tensorflow==1.0.4"]
+TF_SLIM = ["tf-slim==1.1.0"]
+
+
+def copy_of_bert(destination: str, python: str = sys.executable) -> str:
+    """`destination`, holding a fresh copy of bert-tensorflow's `bert` package (installed for `python` once),
+    as a user's checkout of google-research/bert would: ready to be rewritten in place."""
+    source = os.path.join(install(BERT, python), "bert")
+    shutil.copytree(source, os.path.join(destination, "bert"), ignore=shutil.ignore_patterns("__pycache__"))
+    return destination
