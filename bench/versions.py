@@ -1,13 +1,15 @@
 """Which TensorFlow releases (and Pythons) the package runs on: a smoke subset in a fresh environment each.
 
     python bench/versions.py [--tensorflow 2.16.2 2.21.0] [--python python3.11 python3.12] [--root DIR]
+                             [--tier smoke|quick]
 
 For each Python interpreter found and each TensorFlow release it builds a
 virtual environment (in --root, default a temporary folder; reused when it is
 already there) with `tensorflow==X`, the `tf_keras` of the same minor release and
 this package, then runs the smoke subset: the legacy model_fn and
 model_to_estimator programs, the input cache and a short `train.py` run in each
-mode. It prints one line per environment (`passed` / `failed` / `not installable`,
+mode. `--tier quick` runs the test suite's fast tier (`pytest -m "not slow"`) in
+place of the smoke tests, then the same `train.py` runs. It prints one line per environment (`passed` / `failed` / `not installable`,
 with seconds) and, with --json, writes them; pyproject's bounds are set to what passed.
 """
 
@@ -36,6 +38,7 @@ flags.DEFINE_list("tensorflow", ["2.16.2", "2.21.0"], "TensorFlow releases to tr
 flags.DEFINE_list("python", ["python3.11", "python3.12", "python3.13"], "Interpreters to try (names or paths).")
 flags.DEFINE_string("root", None, "Where the environments go (default: a temporary folder).")
 flags.DEFINE_string("json", None, "Write the results to this JSON file.")
+flags.DEFINE_enum("tier", "smoke", ["smoke", "quick"], "The smoke subset, or the test suite's fast tier.")
 FLAGS = flags.FLAGS
 
 
@@ -55,18 +58,21 @@ def build(python: str, tensorflow: str, folder: str) -> tuple[bool, str]:
     return _run([pip, "install", "-q", f"tensorflow=={tensorflow}", f"tf_keras~={minor}.0", "-e", ".[dev]"], REPO)
 
 
-def smoke(folder: str, work: str) -> tuple[bool, str]:
+def smoke(folder: str, work: str, tier: str = "smoke") -> tuple[bool, str]:
+    """The smoke tests (or the fast tier) and the train.py runs in the environment `folder`."""
     python = os.path.join(folder, "bin", "python")
-    ok, log = _run([python, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *SMOKE_TESTS], REPO)
+    tests = ["-n", "0", *SMOKE_TESTS] if tier == "smoke" else ["-m", "not slow"]
+    ok, log = _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], REPO)
     if not ok:
         return ok, log
+    tested = log.strip().splitlines()[-1]  # pytest's summary: "N passed, M skipped in S s"
     for run_flags in TRAIN_RUNS:
         model_dir = os.path.join(work, run_flags[0].split("=")[1])
         ok, log = _run([python, "train.py", f"--model_dir={model_dir}", f"--cache_dir={work}/cache", *run_flags],
                        REPO)
         if not ok:
             return ok, log
-    return True, ""
+    return True, tested
 
 
 def main(argv) -> None:
@@ -90,10 +96,11 @@ def main(argv) -> None:
                 result = "not installable"
             else:
                 work = tempfile.mkdtemp(prefix="versions-run-")
-                ok, log = smoke(folder, work)
+                ok, log = smoke(folder, work, FLAGS.tier)
                 result = "passed" if ok else "failed"
             seconds = time.perf_counter() - started
-            print(f"{python} tensorflow=={tensorflow}: {result} ({seconds:.0f} s)", flush=True)
+            summary = log.strip().splitlines()[-1] if result == "passed" and log.strip() else ""
+            print(f"{python} tensorflow=={tensorflow}: {result} ({seconds:.0f} s) {summary}", flush=True)
             if result != "passed":
                 print(log, flush=True)
             results.append({"python": python, "tensorflow": tensorflow, "result": result, "seconds": seconds})

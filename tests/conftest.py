@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Two pytest workers share two cores, and many tests start more TensorFlow processes beside them: each process's
@@ -13,6 +15,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # test runner, so that thread pools sized to every core do not spin against each other. Two concurrent runs of
 # the tuning CLI test took 40 s each with it, 45 s without (2026-12-03).
 os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+
+# Every process of a run writes its temporary files (TensorFlow's autograph modules, the input cache's folder of a
+# process a test kills on purpose) into one folder of the run, which goes when the run ends (pytest_unconfigure);
+# pytest's own tmp_path folders stay in the system's, where it keeps failed tests' folders for a look.
+_RUN_TEMP = None
+if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller; its workers inherit TMPDIR
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+    _RUN_TEMP = tempfile.mkdtemp(prefix="estimator-compat-tests-")
+    os.environ["TMPDIR"] = tempfile.tempdir = _RUN_TEMP
 
 import numpy as np
 import pytest
@@ -54,6 +65,11 @@ def _recorded() -> dict[str, float]:
 
 def pytest_configure(config) -> None:
     config.addinivalue_line("markers", f"slow: recorded at {SLOW_SECONDS} s or more (tests/durations.json)")
+
+
+def pytest_unconfigure(config) -> None:
+    if _RUN_TEMP is not None:
+        shutil.rmtree(_RUN_TEMP, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items: list) -> None:
