@@ -9,8 +9,9 @@ already there) with `tensorflow==X`, the `tf_keras` of the same minor release an
 this package, then runs the smoke subset: the legacy model_fn and
 model_to_estimator programs, the input cache and a short `train.py` run in each
 mode. `--tier quick` runs the test suite's fast tier (`pytest -m "not slow"`) in
-place of the smoke tests, then the same `train.py` runs. It prints one line per environment (`passed` / `failed` / `not installable`,
-with seconds) and, with --json, writes them; pyproject's bounds are set to what passed.
+place of the smoke tests, then the same `train.py` runs. It prints one line per
+environment (`passed` / `failed` / `not installable`, with seconds and pytest's
+summary) and, with --json, writes them; pyproject's bounds are set to what passed.
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ def main(argv) -> None:
             if not ok:
                 result = "not installable"
             else:
-                work = tempfile.mkdtemp(prefix="versions-run-")
-                ok, log = smoke(folder, work, FLAGS.tier)
+                with tempfile.TemporaryDirectory(prefix="versions-run-") as work:
+                    ok, log = smoke(folder, work, FLAGS.tier)
                 result = "passed" if ok else "failed"
             seconds = time.perf_counter() - started
             summary = log.strip().splitlines()[-1] if result == "passed" and log.strip() else ""
