@@ -544,3 +544,38 @@ def test_bert_fine_tunes_after_fix_alone_as_tf_2_15_did_after_its_upgrader_and_h
     assert ours["losses"] == pytest.approx(recorded["losses"], abs=1e-4)
     assert ours["eval"]["eval_loss"] == pytest.approx(recorded["eval"]["eval_loss"], abs=1e-5)
     assert sum(ours["probabilities"], []) == pytest.approx(sum(recorded["probabilities"], []), abs=1e-5)
+
+
+def test_names_taken_from_tf_2_15_module_paths_are_judged_by_whether_they_resolve_when_run(tmp_path):
+    """`from tensorflow_estimator.python.estimator.canned import dnn`, then `dnn._dnn_model_fn`: what the check
+    calls "as TF 2.15" resolves when the program runs after install(), and what it refuses does not."""
+    taken = {
+        "tensorflow_estimator.python.estimator.canned.dnn": ["_dnn_model_fn", "_add_hidden_layer_summary"],
+        "tensorflow_estimator.python.estimator.estimator": ["_load_global_step_from_checkpoint_dir", "Estimator"],
+        "tensorflow.python.estimator.canned.optimizers": ["get_optimizer_instance"],
+    }
+    lines = ["import compat.estimator; compat.estimator.install()", "import importlib"]
+    for number, (module, names) in enumerate(taken.items()):
+        package, _, leaf = module.rpartition(".")
+        lines.append(f"from {package} import {leaf} as module_{number}")
+        lines += [f"module_{number}.{name}" for name in names]
+    source = "\n".join(lines) + "\n"
+    asked = {f"{module}.{name}" for module, names in taken.items() for name in names}
+    verdicts = {use.name: use.status for use in check.check_source(source, "uses.py") if use.name in asked}
+    assert set(verdicts) == asked
+    assert verdicts["tensorflow_estimator.python.estimator.estimator._load_global_step_from_checkpoint_dir"] == \
+        compatibility.REFUSED
+    program = ("import compat.estimator, importlib, json, sys\ncompat.estimator.install()\nfound = {}\n"
+               "for dotted in sys.argv[1:]:\n"
+               "    module, name = dotted.rsplit('.', 1)\n"
+               "    try:\n"
+               "        getattr(importlib.import_module(module), name)\n"
+               "        found[dotted] = True\n"
+               "    except (AttributeError, ImportError):\n"
+               "        found[dotted] = False\n"
+               "print(json.dumps(found))\n")
+    ran = subprocess.run([sys.executable, "-c", program, *sorted(asked)], capture_output=True, text=True, cwd=REPO,
+                         timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    resolved = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert resolved == {name: verdicts[name] == compatibility.SAME for name in asked}

@@ -1,5 +1,6 @@
 """The compatibility table (compat/estimator/compatibility.py) covers every TF 2.15 name and is the document."""
 
+import json
 import os
 
 from compat.estimator import compatibility
@@ -27,6 +28,17 @@ def test_docs_compatibility_md_is_the_table():
     with open(os.path.join(REPO, "docs", "compatibility.md")) as stream:
         assert stream.read() == compatibility.markdown(), "regenerate: python -m compat.estimator.compatibility " \
                                                           "--markdown > docs/compatibility.md"
+
+
+def test_the_recorded_unresolved_names_are_what_resolving_gives():
+    """The migration check judges TF 2.15's private module names from legacy_unresolved.json, without TensorFlow:
+    it must be what resolving each name gives now."""
+    from compat.estimator import legacy_modules
+
+    with open(os.path.join(REPO, "compat", "estimator", "legacy_unresolved.json")) as stream:
+        assert json.load(stream) == legacy_modules.unresolved(), (
+            "regenerate: python -m compat.estimator.compatibility --unresolved > compat/estimator/legacy_unresolved.json"
+        )
 
 
 def _resolve(dotted: str):

@@ -282,24 +282,46 @@ _LEGACY_NOTE = "TF 2.15's module path: imports after compat.estimator.install() 
 
 def _legacy_module_uses(tree: ast.AST, path: str) -> Iterator[Use]:
     """Imports of TF 2.15's module paths (`tensorflow_estimator.python.estimator.*`,
-    `tensorflow.python.estimator.*`, `tensorflow.compat.v1.keras.*`), which install() serves."""
+    `tensorflow.python.estimator.*`, `tensorflow.compat.v1.keras.*`), which install() serves, and the names a
+    file takes from such a module bound to a name (`from ...canned import dnn`, then `dnn._dnn_model_fn`)."""
+    modules: dict[str, str] = {}  # a name the file binds -> the TF 2.15 module it is
     for node in ast.walk(tree):
-        imported: list[tuple[str, str | None]]
+        imported: list[tuple[str, str | None, str | None]]
         if isinstance(node, ast.Import):
-            imported = [(alias.name, None) for alias in node.names]
+            imported = [(alias.name, None, alias.asname) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            imported = [(node.module, alias.name) for alias in node.names]
+            imported = [(node.module, alias.name, alias.asname) for alias in node.names]
         else:
             continue
-        for module, name in imported:
+        for module, name, asname in imported:
             if not legacy_modules.is_served_path(module) or module in legacy_modules.PUBLIC_API:
                 continue
             dotted = module if name is None else f"{module}.{name}"
-            if name is None or name == "*" or legacy_modules.had_name(module, name):
+            bound = asname or (name if name is not None else None)
+            if bound is not None and legacy_modules.is_served_path(dotted) and dotted not in legacy_modules.PUBLIC_API:
+                modules[bound] = dotted
+            if name is None or name == "*":
                 yield Use(path, node.lineno, dotted, compatibility.SAME, _LEGACY_NOTE)
             else:
-                note = f"{name} was not a name of TF 2.15's {module}"
-                yield Use(path, node.lineno, dotted, compatibility.UNKNOWN, note)
+                yield Use(path, node.lineno, dotted, *_legacy_name_verdict(module, name))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+            module = modules[node.value.id]
+            if not module.startswith("tensorflow.compat.v1.keras"):
+                yield Use(path, node.lineno, f"{module}.{node.attr}", *_legacy_name_verdict(module, node.attr))
+
+
+def _legacy_name_verdict(module: str, name: str) -> tuple[str, str]:
+    """(status, note) for TF 2.15's `module`.`name`: as TF 2.15 where it resolves here, refused where TF 2.15
+    had it and this project has no counterpart, unknown where TF 2.15 did not have it."""
+    if not legacy_modules.had_name(module, name):
+        return compatibility.UNKNOWN, f"{name} was not a name of TF 2.15's {module}"
+    if not legacy_modules.resolves(module, name):
+        return compatibility.REFUSED, (
+            f"TF 2.15's {module}.{name} has no counterpart here (a private name of its module): using it stops "
+            "with one line naming the closest public name; the module's other names resolve (docs/compatibility.md)"
+        )
+    return compatibility.SAME, _LEGACY_NOTE
 
 
 def _tf1_rename(name: str) -> tuple[str, str] | None:

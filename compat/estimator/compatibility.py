@@ -482,6 +482,10 @@ def _legacy_modules_markdown() -> list[str]:
 def main(argv: list[str]) -> int:
     if "--markdown" in argv:
         sys.stdout.write(markdown())
+    elif "--unresolved" in argv:  # > compat/estimator/legacy_unresolved.json
+        from compat.estimator import legacy_modules
+
+        sys.stdout.write(json.dumps(legacy_modules.unresolved(), indent=1, sort_keys=True) + "\n")
     else:
         for name, entry in table():
             print(f"{name:65s} {entry.status:11s} {entry.described()}")

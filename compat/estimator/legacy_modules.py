@@ -460,6 +460,30 @@ def insert_finder(finder: LegacyFinder) -> None:
     sys.meta_path.append(finder)
 
 
+def unresolved() -> dict[str, list[str]]:
+    """{TF 2.15's module below tensorflow_estimator.python.estimator: its names with no counterpart here}, from
+    `coverage()`; recorded in legacy_unresolved.json, which the migration check reads without TensorFlow."""
+    found: dict[str, set[str]] = {}
+    for module, (_, missing) in coverage().items():
+        relative = relative_name(module)
+        if missing and relative is not None:
+            found.setdefault(relative, set()).update(missing)
+    return {relative: sorted(names) for relative, names in sorted(found.items())}
+
+
+@cache
+def _recorded_unresolved() -> dict[str, frozenset[str]]:
+    with open(os.path.join(os.path.dirname(__file__), "legacy_unresolved.json"), encoding="utf-8") as stream:
+        return {relative: frozenset(names) for relative, names in json.load(stream).items()}
+
+
+def resolves(fullname: str, name: str) -> bool:
+    """Whether TF 2.15's `fullname`.`name` has a counterpart here (the recorded `unresolved()`), without
+    TensorFlow: the migration check's verdict on such an import."""
+    relative = relative_name(fullname)
+    return relative is None or name not in _recorded_unresolved().get(relative, frozenset())
+
+
 def coverage() -> dict[str, tuple[list[str], list[str]]]:
     """For every TF 2.15 module: (the names that resolve here, the names that do not).
 
