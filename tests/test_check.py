@@ -506,10 +506,35 @@ def test_contrib_layers_this_project_lacks_come_from_tf_slim_and_dotted_layer_no
     assert "from tf_slim import layers as contrib_layers\n" in fixed and "tensorflow.contrib" not in fixed
     notes = {use.name: use.note for use in check.check_source(module_import, "net.py")}
     assert "tf_slim.layers.fully_connected" in notes["tf.contrib.layers.fully_connected"]
-    dotted = "import tensorflow as tf\n\n\ndef norm(x):\n    return tf.contrib.layers.layer_norm(x, scope='ln')\n"
+    dotted = ("import tensorflow as tf\n\n\ndef norm(x):\n"
+              "    return tf.contrib.layers.fully_connected(tf.contrib.layers.layer_norm(x, scope='ln'), 4)\n")
     fixed = check.fixed_source(dotted, "norm.py")
-    assert fixed.splitlines()[:2] == ["import tensorflow as tf", "from compat.estimator import contrib_layers"]
-    assert "return contrib_layers.layer_norm(x, scope='ln')" in fixed and check.FIX_COMMENT not in fixed
+    assert fixed.splitlines()[:3] == ["import tensorflow as tf", "from compat.estimator import contrib_layers",
+                                      "import tf_slim"]
+    assert "return tf_slim.layers.fully_connected(contrib_layers.layer_norm(x, scope='ln'), 4)" in fixed
+    assert check.FIX_COMMENT not in fixed
+
+
+def test_each_tf_contrib_name_says_where_fix_takes_it_or_what_to_write_instead(tmp_path):
+    """A tf.contrib name with a TF 2 home says --fix moves it there; one without says what to write instead; and
+    --fix says "pip install tf-slim" only of a file it made import tf_slim, not of one whose comments name it."""
+    source = ("import tensorflow as tf\n"
+              "from tensorflow.contrib import layers as cl\n"
+              "HPARAMS = tf.contrib.training.HParams(units=4)\n"
+              "def net(ids, x):\n"
+              "    cell = tf.contrib.rnn.LSTMCell(4)\n"
+              "    return cl.embed_sequence(ids, vocab_size=9, embed_dim=2), cl.fully_connected(x, 4), cell\n")
+    notes = {use.name: use.note for use in check.check_source(source, "net.py")}
+    assert "--fix rewrites it to tf.compat.v1.nn.rnn_cell.LSTMCell" in notes["tf.contrib.rnn.LSTMCell"]
+    assert "a dict as the Estimator's params" in notes["tf.contrib.training.HParams"]
+    assert "tf.nn.embedding_lookup" in notes["tf.contrib.layers.embed_sequence"]
+    program = tmp_path / "net.py"
+    program.write_text(source)
+    fixed = subprocess.run([*CHECK, "--fix", str(program)], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert fixed.returncode == 1 and f"fixed {program}" in fixed.stdout  # HParams and embed_sequence need a person
+    text = program.read_text()
+    assert "tf.compat.v1.nn.rnn_cell.LSTMCell(4)" in text and "from tensorflow.contrib import layers as cl" in text
+    assert "tf_slim" in text and "imports tf_slim now" not in fixed.stdout  # named in a comment, not imported
 
 
 @pytest.mark.slow

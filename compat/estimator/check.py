@@ -249,8 +249,8 @@ def _contrib_layers_verdict(name: str) -> compatibility.Entry | None:
     return compatibility.Entry(
         compatibility.REFUSED,
         f"tf.contrib is not in TensorFlow 2; tf-slim has it as {home}, with TF 1.x's variable names, so TF 1.x "
-        "checkpoints restore (pip install tf-slim). --fix moves a `from tensorflow.contrib import "
-        f"{name.split('.')[2]}` import to tf_slim where every name the file takes from it is tf-slim's",
+        "checkpoints restore (pip install tf-slim). --fix imports it from tf_slim (a `from tensorflow.contrib "
+        f"import {name.split('.')[2]}` too, where every name the file takes from it is tf-slim's)",
     )
 
 
@@ -481,7 +481,11 @@ def check_source(source: str, path: str = "<string>") -> list[Use]:
             entry = compatibility.Entry(compatibility.SAME, "the namespace of TF 2.15's names, after install()")
         entry = _estimator_name_verdict(name) or _contrib_layers_verdict(name) or entry
         if entry.status == compatibility.REFUSED and (fixed := upgrade.rewritten(name)) is not None:
-            entry = compatibility.Entry(entry.status, f"{entry.note}. --fix rewrites it to {fixed}")
+            note = f"{entry.note}. --fix rewrites it to {fixed}"
+            if name.startswith("tf.contrib."):  # the table's note is for the names --fix cannot move
+                home = "as a TF 2 call" if fixed == "a TF 2 call" else f"to {fixed}, its TF 2 home"
+                note = f"tf.contrib is not in TensorFlow 2: --fix rewrites it {home}"
+            entry = compatibility.Entry(entry.status, note)
         uses.append(Use(path, line, name, entry.status, entry.note))
     uses += [
         *_legacy_module_uses(tree, path),
@@ -598,7 +602,7 @@ def fixed_source(source: str, path: str) -> str:
         upgrade.UpgradeError: the file does not parse.
     """
     spelled = upgrade.contrib_aliases_spelled_out(source)
-    spelled = upgrade.contrib_modules_moved(upgrade.contrib_layers_spelled_here(spelled))
+    spelled = upgrade.contrib_modules_moved(upgrade.contrib_layers_spelled_out(spelled))
     text = upgrade.upgrade_source(spelled, path, _is_tf1_program(check_source(source, path))).source
     text = _with_dimension_values(_with_methods_renamed(text))
     if is_entry_point(ast.parse(text)) or _uses_estimator(text, path):
@@ -643,6 +647,19 @@ def _with_comments(text: str, uses: list[Use]) -> str:
         indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip())]
         lines.insert(first - 1, f"{indent}{FIX_COMMENT}{'; '.join(dict.fromkeys(notes[first]))}\n")
     return "".join(lines)
+
+
+def _imports_tf_slim(source: str) -> bool:
+    """Whether `source` imports tf_slim (a comment or string naming it does not count)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(
+        (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tf_slim")
+        or (isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "tf_slim" for alias in node.names))
+        for node in ast.walk(tree)
+    )
 
 
 def _uses_estimator(source: str, path: str) -> bool:
@@ -801,7 +818,7 @@ def _fix_files(files: list[str]) -> list[str]:
         else:
             if changed != source:
                 fixed[path] = notebook.with_python_source(text, changed) if notebook.is_notebook(path) else changed
-            if "tf_slim" in changed and "tf_slim" not in source:
+            if _imports_tf_slim(changed) and not _imports_tf_slim(source):
                 slim.append(path)
     for line in refused:
         print(f"{line}; no file was changed")

@@ -304,11 +304,28 @@ _ROWS: dict[str, Entry] = {
         REFUSED,
         "removed from tensorflow_estimator before 2.15: use TensorFlow Decision Forests or a DNN/Linear estimator",
     ),
+    # tf.contrib names with no TF 2 home that TF 2.15's upgrader or --fix knows: what to write instead
+    "contrib.training.HParams": Entry(
+        REFUSED,
+        "tf.contrib is not in TensorFlow 2, and HParams has no home: pass a dict as the Estimator's params, or a "
+        "types.SimpleNamespace where the model_fn reads params.<name>",
+    ),
+    "contrib.layers.optimize_loss": Entry(
+        REFUSED,
+        "tf.contrib is not in TensorFlow 2, and optimize_loss has no home: use "
+        "tf.compat.v1.train.<Name>Optimizer(learning_rate).minimize(loss, global_step=...)",
+    ),
+    "contrib.layers.embed_sequence": Entry(
+        REFUSED,
+        "tf.contrib is not in TensorFlow 2, and embed_sequence has no home: use tf.nn.embedding_lookup on "
+        "tf.compat.v1.get_variable('embeddings', [vocab_size, embed_dim]) under variable_scope('EmbedSequence'), "
+        "its TF 1.x variable name",
+    ),
     "contrib.": Entry(
         REFUSED,
-        "tf.contrib is not in TensorFlow 2: most of tf.contrib.estimator is in tf.estimator or "
-        "tf.estimator.experimental, and tf.contrib.learn's estimators became tf.estimator's (the check names "
-        "the home of each it knows); the rest of tf.contrib has no counterpart here",
+        "tf.contrib is not in TensorFlow 2, and this name has no TF 2 home that TF 2.15's upgrader or --fix knows, "
+        "nor one here: replace it by hand (tf-slim keeps tf.contrib.layers and slim; docs/migration.md lists the "
+        "homes --fix knows)",
     ),
     "estimator.": Entry(SAME),
     "compat.v1.estimator.": Entry(SAME),

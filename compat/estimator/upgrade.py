@@ -278,42 +278,57 @@ def contrib_modules_moved(source: str) -> str:
     return "".join(lines)
 
 
-def contrib_layers_spelled_here(source: str) -> str:
-    """`source` with each `tf.contrib.layers.<name>` this project has (`layer_norm`) spelled
-    `contrib_layers.<name>`, imported from compat.estimator after the file's `import tensorflow`."""
+def _dotted_contrib_home(module: str, name: str) -> tuple[str, str] | None:
+    """(the spelling of tf.contrib.`module`, the import giving it) for a dotted `tf.contrib.<module>.<name>` use
+    with a home outside TensorFlow: this project's contrib_layers, else tf-slim's (where TensorFlow's upgrader
+    has no TF 2 home of its own for it, which it then gives it)."""
     from compat.estimator import contrib_layers
 
+    if module == "layers" and name in contrib_layers.__all__:
+        return "contrib_layers", "from compat.estimator import contrib_layers\n"
+    if rewritten(f"tf.contrib.{module}.{name}") is None and name in tf_slim_names()[module]:
+        return ("tf_slim.layers" if module == "layers" else "tf_slim"), "import tf_slim\n"
+    return None
+
+
+def contrib_layers_spelled_out(source: str) -> str:
+    """`source` with each `tf.contrib.layers.<name>` this project has (`layer_norm`) spelled `contrib_layers.<name>`
+    and each other one tf-slim has (`tf.contrib.layers.fully_connected`, `tf.contrib.slim.conv2d`) spelled as
+    tf-slim's, their imports added after the file's `import tensorflow`."""
     tree = ast.parse(source)
     tensorflow = _tensorflow_name(tree)
-    if tensorflow is None or "contrib_layers" in {getattr(node, "id", None) for node in ast.walk(tree)}:
+    bound = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    if tensorflow is None or bound & {"contrib_layers", "tf_slim"}:
         return source
-    edits = []
+    edits, imports = [], []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Attribute) or node.attr not in contrib_layers.__all__:
+        if not isinstance(node, ast.Attribute):
             continue
-        module = node.value  # `<tf>.contrib.layers`
+        module = node.value  # `<tf>.contrib.<layers or slim>`
         if (
             isinstance(module, ast.Attribute)
-            and module.attr == "layers"
+            and module.attr in ("layers", "slim")
             and isinstance(module.value, ast.Attribute)
             and module.value.attr == "contrib"
             and isinstance(module.value.value, ast.Name)
             and module.value.value.id == tensorflow
             and module.end_col_offset is not None
+            and (home := _dotted_contrib_home(module.attr, node.attr)) is not None
         ):
-            edits.append((module.lineno, module.col_offset, module.end_col_offset))
+            edits.append((module.lineno, module.col_offset, module.end_col_offset, home[0]))
+            imports.append(home[1])
     if not edits:
         return source
     lines = source.splitlines(keepends=True)
-    for line, start, end in sorted(edits, reverse=True):
+    for line, start, end, spelled in sorted(edits, reverse=True):
         raw = lines[line - 1].encode()
-        lines[line - 1] = (raw[:start] + b"contrib_layers" + raw[end:]).decode()
+        lines[line - 1] = (raw[:start] + spelled.encode() + raw[end:]).decode()
     statement = next(
         node
         for node in tree.body
         if isinstance(node, ast.Import) and any(alias.name == "tensorflow" for alias in node.names)
     )
-    lines.insert(statement.end_lineno or statement.lineno, "from compat.estimator import contrib_layers\n")
+    lines[statement.end_lineno or statement.lineno : statement.end_lineno or statement.lineno] = sorted(set(imports))
     return "".join(lines)
 
 
