@@ -302,9 +302,9 @@ def test_a_full_disk_while_the_cache_is_written(tiny_data, tmp_path):
     assert result.returncode == 1, result.stderr[-3000:]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("train.py: error:") and "run the same command again" in last
-    # Which write meets the limit first decides the words: TensorFlow's segment writer reports EFBIG itself
-    # ("File too large"), or a pass that ended on a short segment is found incomplete before publishing
-    # ("was not written whole"). Both are the same fault; what holds either way is checked below.
+    # Which write meets the limit first decides the words: TensorFlow's file writer reports EFBIG itself
+    # ("File too large"), or a pass found incomplete before publishing ("was not written whole"). Both are
+    # the same fault; what holds either way is checked below.
     assert "File too large" in last or "was not written whole" in last
     from compat.data import cache
 
@@ -312,7 +312,7 @@ def test_a_full_disk_while_the_cache_is_written(tiny_data, tmp_path):
     assert {entry.description["split"] for entry in entries} <= {"eval", "test"}  # the training split's: never
     for entry in entries:  # what was published is whole
         assert cache.damage(entry.path) is None and entry.examples > 0
-        assert glob.glob(os.path.join(entry.path, "seg-*.index"))
+        assert glob.glob(os.path.join(entry.path, "chunk-*.tensors"))
     assert not glob.glob(str(tmp_path / "cache" / "datasets" / ".tmp-*"))
 
     # With room again, the same command trains to its planned step.

@@ -166,7 +166,7 @@ def test_a_damaged_entry_is_found_before_its_data_is_read_and_rebuilt(tmp_path, 
 
     before = eval_features()
     (entry,) = cache.list_entries(cache_dir)
-    segment = sorted(name for name in os.listdir(entry.path) if ".data-" in name)[0]
+    segment = sorted(name for name in os.listdir(entry.path) if name.startswith("chunk-"))[0]
     path = os.path.join(entry.path, segment)
     if damage == "flip a byte":
         with open(path, "r+b") as stream:

@@ -11,7 +11,7 @@ Stages, in the order of TensorFlow's tf.data performance guide, one function eac
   4. cache            none | memory | disk (persistent, keyed, atomic; `compat.data.cache`).
                       Training: the first epoch streams in file order while it is
                       written; later epochs replay the cache in a new order (disk:
-                      its segments a few at a time; memory: its chunks), then a
+                      its chunk files, several at once; memory: its chunks), then a
                       bounded example shuffle buffer. Training repeats here, before
                       that buffer, so it fills once, not at every epoch boundary
                       (epochs blur by at most `shuffle_buffer` examples; steps, not
@@ -23,7 +23,7 @@ Stages, in the order of TensorFlow's tf.data performance guide, one function eac
   7. prefetch         overlaps input with the step; to the GPU when one is visible
 
 Memory does not grow with the split: the file list is names, the disk cache is
-read a few segments at a time, and every buffer is bounded.
+read a few chunk files at a time, and every buffer is bounded.
 
 Each element is `({feature_key: float32 [frames, bins]}, int32 label)`; the
 "predict" split yields the features alone.

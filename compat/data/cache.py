@@ -18,10 +18,11 @@ after the pass completes. Readers open published entries only, so a kill
 mid-write leaves a folder nobody reads and the next writer removes, and two
 concurrent builders both succeed.
 
-An entry is a series of segment files, each a run of consecutive elements
-(chunks of examples) of the first pass. Training reads them back in a new order
-each epoch, a few segments at a time, so that a cached split is reshuffled with
-memory that does not grow with the split.
+An entry is one file per element (a chunk of examples) of the first pass, its
+tensors serialized as TensorFlow's `TensorProto`s. The first pass writes each
+chunk from a parallel stage beside the one that made it, so the write costs the
+consumer no thread of its own; training reads the files back in a new order each
+epoch, several at a time, with memory that does not grow with the split.
 
 Damage after publishing (a flipped byte, a truncated or missing file) is caught
 before any of an entry's data is read: `meta.json` records each file's size and
@@ -29,7 +30,7 @@ CRC-32, checked at every hit (about 50 ms for 70 MB); a damaged entry is
 discarded with a warning and rebuilt. A cache folder that cannot be written is
 reported (`CacheUnavailableError`) and the builder goes on without the cache.
 
-Layout: `<cache_dir>/datasets/<key>/{seg-NNNNNN.index, seg-NNNNNN.data-*, meta.json}`.
+Layout: `<cache_dir>/datasets/<key>/{chunk-NNNNNNN.tensors, meta.json}`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import math
 import os
 import re
 import time
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 else:
     tf = lazy_loader.load("tensorflow")
 
-FORMAT_VERSION = 4  # 2: elements are chunks of examples; 3: in segment files; 4: with checksums
+FORMAT_VERSION = 5  # 2: elements are chunks of examples; 3: in segment files; 4: with checksums; 5: a file each
 
 
 class CacheUnavailableError(UserError, OSError):
@@ -167,25 +167,15 @@ def _read_entry(folder: str) -> CacheEntry:
     )
 
 
-_SEGMENT_PREFIX = "seg-"
-# At most this many segment files per entry: segments hold more elements as a split grows,
-# so a folder never holds more than twice this many files.
-_MAX_SEGMENTS = 512
-# Segments read at once when replaying in a new order: each read stream is one open file.
-_REPLAY_CYCLE = 8
-
-
-def elements_per_segment(elements: int) -> int:
-    """Cached elements per segment file for a split of `elements` elements (at least 4).
-
-    The first pass hands on a segment once it is whole: small segments keep the first batch
-    early, larger ones cost fewer files and less writing overhead.
-    """
-    return max(4, math.ceil(elements / _MAX_SEGMENTS))
+_CHUNK_PREFIX = "chunk-"
+_CHUNK_SUFFIX = ".tensors"
+_CHUNK_FILE = re.compile(r"^chunk-(\d{7})\.tensors$")
+# Chunk files a replay's shuffle can hold: a split of more chunks is shuffled within windows this wide.
+_SHUFFLE_CHUNKS = 1 << 16
 
 
 def _publish(temp: str, final: str, meta: dict) -> None:
-    """Publishes the finished segment files in `temp` as the entry `final`.
+    """Publishes the finished chunk files in `temp` as the entry `final`.
 
     The files are hard-linked, not moved: the writing pipeline goes on reading
     them from `temp` in later epochs.
@@ -193,15 +183,14 @@ def _publish(temp: str, final: str, meta: dict) -> None:
 
     def link_files(folder: str) -> None:
         for name in os.listdir(temp):
-            if name.startswith(_SEGMENT_PREFIX):
+            if name.startswith(_CHUNK_PREFIX):
                 atomic.link_or_copy(os.path.join(temp, name), os.path.join(folder, name))
         meta["files"] = {
             name: _size_and_crc(os.path.join(folder, name))
             for name in sorted(os.listdir(folder))
-            if name.startswith(_SEGMENT_PREFIX)
+            if name.startswith(_CHUNK_PREFIX)
         }
         meta["size_bytes"] = sum(size for size, _ in meta["files"].values())
-        meta["segments"] = sum(1 for name in os.listdir(folder) if name.endswith(".index"))
         with open(os.path.join(folder, "meta.json"), "w") as stream:
             json.dump(meta, stream, indent=1, sort_keys=True)
 
@@ -215,27 +204,18 @@ def _publish(temp: str, final: str, meta: dict) -> None:
     )
 
 
-_SEGMENT_FILE = re.compile(r"^seg-(\d{6})\.(index|data-\d{5}-of-\d{5})$")
-
-
-def _incomplete(folder: str, segments: int) -> str | None:
-    """What keeps the segment files in `folder` from being a whole entry of `segments` segments; None if whole.
-
-    TensorFlow's cache writer names its files only when a segment is finished
-    (until then they are `*.tempstate*`), so a whole entry has exactly segments
-    0 .. segments-1, each with its index and data, and nothing else.
-    """
-    kinds: dict[int, set[str]] = {}
+def _incomplete(folder: str, elements: int) -> str | None:
+    """What keeps the chunk files in `folder` from being a whole entry of `elements` chunks; None if whole:
+    exactly chunks 0 .. elements-1 (each written whole before the pass handed its chunk on), nothing else."""
+    found = set()
     for name in os.listdir(folder):
-        if not name.startswith(_SEGMENT_PREFIX):
-            continue
-        match = _SEGMENT_FILE.match(name)
-        if match is None:
-            return f"{name} was left unfinished"
-        kinds.setdefault(int(match.group(1)), set()).add(match.group(2).split("-")[0])
-    whole = sum(1 for found in kinds.values() if found == {"index", "data"})
-    if sorted(kinds) != list(range(segments)) or whole != segments:
-        return f"{whole} whole segment(s) of {segments} were written"
+        if name.startswith(_CHUNK_PREFIX):
+            match = _CHUNK_FILE.match(name)
+            if match is None:
+                return f"{name} is not a chunk file"
+            found.add(int(match.group(1)))
+    if found != set(range(elements)):
+        return f"{len(found & set(range(elements)))} chunk file(s) of {elements} were written"
     return None
 
 
@@ -296,54 +276,57 @@ def _zeros(element_spec, rows: int | tf.Tensor = 0):
     )
 
 
-def _write_segments(elements: tf.data.Dataset, folder: str, per_segment: int) -> tf.data.Dataset:
-    """`elements` as they stream, each run of `per_segment` also written to its own segment file.
+def _chunk_path(prefix: str, index: tf.Tensor) -> tf.Tensor:
+    return tf.strings.join([prefix, tf.strings.as_string(index, width=7, fill="0"), _CHUNK_SUFFIX])
 
-    A segment's files are complete once its last element has passed; a pass
-    that stops early leaves its last segment incomplete (and unpublished).
+
+def _serialized(element) -> tf.Tensor:
+    """One string holding every tensor of `element`, each a serialized TensorProto."""
+    return tf.io.serialize_tensor(tf.stack([tf.io.serialize_tensor(part) for part in tf.nest.flatten(element)]))
+
+
+def _parsed(contents: tf.Tensor, element_spec):
+    """The element `_serialized` made `contents` of."""
+    specs = tf.nest.flatten(element_spec)
+    parts = tf.unstack(tf.ensure_shape(tf.io.parse_tensor(contents, tf.string), [len(specs)]), num=len(specs))
+    tensors = [tf.ensure_shape(tf.io.parse_tensor(part, spec.dtype), spec.shape) for part, spec in zip(parts, specs)]
+    return tf.nest.pack_sequence_as(element_spec, tensors)
+
+
+def _write_chunks(elements: tf.data.Dataset, folder: str) -> tf.data.Dataset:
+    """`elements` as they stream, each also written to its own chunk file by a parallel stage (in order).
+
+    A chunk's file is whole once the chunk has passed: the write runs before the element is handed on.
     """
-    prefix = os.path.join(folder, _SEGMENT_PREFIX)
+    prefix = os.path.join(folder, _CHUNK_PREFIX)
 
     @_plain
-    def write(index: tf.Tensor, window) -> tf.data.Dataset:
-        name = tf.strings.join([prefix, tf.strings.as_string(index, width=6, fill="0")])
-        return tf.data.Dataset.zip(window).cache(name)
+    def write(index: tf.Tensor, element):
+        written = tf.io.write_file(_chunk_path(prefix, index), _serialized(element))
+        with tf.control_dependencies([written]):
+            return tf.nest.map_structure(tf.identity, element)
 
-    return elements.window(per_segment).enumerate().flat_map(write)
-
-
-def _read_segment(prefix: tf.Tensor, element_spec) -> tf.data.Dataset:
-    """The elements of one complete segment (the empty input under `cache` is never read)."""
-    empty = tf.data.Dataset.range(0).map(_plain(lambda n: _zeros(element_spec, tf.cast(n, tf.int32))))
-    return empty.cache(prefix)
+    return elements.enumerate().map(write, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
-def read_segments(folder: str, element_spec, seed: int | None = None) -> tf.data.Dataset:
-    """The elements of the complete segments in `folder`, listed when the dataset is iterated.
+def read_chunks(folder: str, element_spec, seed: int | None = None) -> tf.data.Dataset:
+    """The elements of the chunk files in `folder`, listed when the dataset is iterated.
 
-    `seed=None` reads the segments in order. With a seed, each iteration reads
-    them in a new order, `_REPLAY_CYCLE` at a time, one element from each in
-    turn: a cached split comes back in a new order each epoch, holding only a
-    few open segments in memory, however large the split.
+    `seed=None` reads the chunks in order. With a seed, each iteration reads them in a new order: a cached
+    split comes back in a new order each epoch. Several files are read at once, in order.
     """
-    prefix = os.path.join(folder, _SEGMENT_PREFIX)
+    prefix = os.path.join(folder, _CHUNK_PREFIX)
 
     @_plain
-    def segment_names(pattern: tf.Tensor) -> tf.data.Dataset:
-        # Segments are numbered from 0 without gaps; counted when iterated, not when built.
-        count = tf.size(tf.io.matching_files(pattern), out_type=tf.int64)
-        return tf.data.Dataset.range(count).map(
-            _plain(lambda i: tf.strings.join([prefix, tf.strings.as_string(i, width=6, fill="0")]))
-        )
+    def indices(pattern: tf.Tensor) -> tf.data.Dataset:
+        # Chunks are numbered from 0 without gaps; counted when iterated, not when built.
+        return tf.data.Dataset.range(tf.size(tf.io.matching_files(pattern), out_type=tf.int64))
 
-    prefixes = tf.data.Dataset.from_tensors(f"{prefix}*.index").flat_map(segment_names)
-    read = _plain(lambda p: _read_segment(p, element_spec))
-    if seed is None:
-        return prefixes.interleave(read, cycle_length=1)
-    prefixes = prefixes.shuffle(_MAX_SEGMENTS, seed=seed, reshuffle_each_iteration=True)
-    return prefixes.interleave(
-        read, cycle_length=_REPLAY_CYCLE, block_length=1, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
-    )
+    chunks = tf.data.Dataset.from_tensors(f"{prefix}*{_CHUNK_SUFFIX}").flat_map(indices)
+    if seed is not None:
+        chunks = chunks.shuffle(_SHUFFLE_CHUNKS, seed=seed, reshuffle_each_iteration=True)
+    read = _plain(lambda index: _parsed(tf.io.read_file(_chunk_path(prefix, index)), element_spec))
+    return chunks.map(read, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -351,7 +334,7 @@ class CachedSplit:
     """What `through_disk_cache` found or started.
 
     `first_pass` (a miss): the elements as they are decoded and written; read
-    it once, to its end, before `replay`. `folder` holds the complete segments
+    it once, to its end, before `replay`. `folder` holds the chunk files
     after that pass (or already, on a hit). `examples` is known on a hit.
     """
 
@@ -360,7 +343,7 @@ class CachedSplit:
     examples: int | None
 
     def replay(self, element_spec, seed: int | None = None) -> tf.data.Dataset:
-        return read_segments(self.folder, element_spec, seed)
+        return read_chunks(self.folder, element_spec, seed)
 
 
 def through_disk_cache(
@@ -375,14 +358,14 @@ def through_disk_cache(
     """The cached split under `key`: read on a hit, written through on a miss.
 
     On a miss, `build()`'s dataset (about `elements` elements) is cached into a
-    private temporary folder, in segment files, as its first pass streams to
+    private temporary folder, a file per element, as its first pass streams to
     the consumer (the first epoch costs no extra pass), and the entry is
     published atomically when that pass completes. A pass that stops early
     publishes nothing. `complete_now` runs the first pass here, for splits that
     callers may read only in part (evaluation with `steps`). `describe()` gives
     the entry's description once the pass is done, with `examples` and
     `elements`, the number of elements the pass handed on: an entry is
-    published only if every segment those elements fill was written whole;
+    published only if each of those elements was written whole;
     otherwise the pass stops with an error (an evaluation split written now
     goes on without the cache instead, `CacheUnavailableError`).
     """
@@ -397,11 +380,8 @@ def through_disk_cache(
             "writable folder, or `cache=memory` or `cache=none`"
         ) from error
     atexit.register(atomic.remove_own, temp)
-    per_segment = elements_per_segment(elements)
-    publish = _publisher(temp, final, key, split, per_segment, describe)
-    written = _write_segments(build(), temp, per_segment)
-    # The prefetch runs the writer in its own thread, beside the decoding threads.
-    written = _then_call(written, publish).prefetch(tf.data.AUTOTUNE)
+    publish = _publisher(temp, final, key, split, describe)
+    written = _then_call(_write_chunks(build(), temp), publish).prefetch(tf.data.AUTOTUNE)
     if not complete_now:
         logging.info("Dataset cache miss (%s split): writing %s while reading", split, key)
         return CachedSplit(written, temp, None)
@@ -430,10 +410,8 @@ def _usable_entry(final: str) -> bool:
     return False
 
 
-def _publisher(
-    temp: str, final: str, key: str, split: str, per_segment: int, describe: Callable[[], dict]
-) -> Callable[[], None]:
-    """What runs when the first pass ends: publish `temp` as `final` if every segment was written whole."""
+def _publisher(temp: str, final: str, key: str, split: str, describe: Callable[[], dict]) -> Callable[[], None]:
+    """What runs when the first pass ends: publish `temp` as `final` if every element was written whole."""
     started = time.monotonic()
 
     def publish_once() -> None:
@@ -445,10 +423,10 @@ def _publisher(
             "build_seconds": round(time.monotonic() - started, 3),
             **describe(),
         }
-        problem = _incomplete(temp, math.ceil(meta["elements"] / per_segment))
-        if problem:  # a failed write (a full disk) can look like the end of a segment to the pass
+        problem = _incomplete(temp, meta["elements"])
+        if problem:  # the pass ended before its last element (a failed read upstream, a stop)
             logging.warning("Dataset cache entry %s not published: %s", key, problem)
-            # Stops the pass: its later epochs would replay the segments that were written, a part of the split.
+            # Stops the pass: its later epochs would replay the chunks that were written, a part of the split.
             raise OSError(
                 f"the dataset cache entry {key} ({split} split) was not written whole ({problem}); a "
                 "write failed, e.g. on a full disk. Free space, or use `cache=none`"
