@@ -1,6 +1,6 @@
 """Input pipeline throughput on FSDD: the plain input_fn against the builder.
 
-    python bench/pipeline.py --data_dir ../shared/data/fsdd/recordings [--json OUT]
+    python bench/pipeline.py --data_dir ../shared/data/fsdd/recordings [--copies 4] [--json OUT]
 
 Every row makes the same features (FSDD's training split, 8 kHz, log-mel,
 batch 64) from the same files with the builder's own decode and feature
@@ -37,11 +37,14 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import fsdd_copies  # noqa: E402  (bench/, this script's folder, is on the path)
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
-from plain_input_fn import plain_dataset  # noqa: E402  (bench/, this script's folder, is on the path)
+from plain_input_fn import plain_dataset  # noqa: E402
 
 flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
+flags.DEFINE_integer("copies", 1, "FSDD this many times over (links under new names: bench/fsdd_copies.py).",
+                     lower_bound=1)
 flags.DEFINE_string("json", None, "Write the five rates (examples/s) to this JSON file.")
 flags.DEFINE_string("plot", None, "Write a PNG chart of the table to this file.")
 flags.DEFINE_string("warm_child", None, "Internal: time one warm epoch with this cache dir.")
@@ -107,7 +110,7 @@ def _warm_child(cache_dir: str) -> None:
     from compat.data.sources import DataSource, list_split
 
     config = _config(cache_dir)
-    source = "fsdd:" + FLAGS.data_dir
+    source = "fsdd:" + fsdd_copies.linked(FLAGS.data_dir, FLAGS.copies)
     total = len(list_split(DataSource.parse(source), "train", cache_dir))
     print(json.dumps({"rates": _epoch_rates(_builder(source, config), total)}))
 
@@ -121,7 +124,8 @@ def main(argv) -> None:
 
     cache_dir = tempfile.mkdtemp(prefix="bench-pipeline-")
     config = _config(cache_dir)
-    source = "fsdd:" + FLAGS.data_dir
+    data_dir = fsdd_copies.linked(FLAGS.data_dir, FLAGS.copies)
+    source = "fsdd:" + data_dir
     table = list_split(DataSource.parse(source), "train", cache_dir)
     total = len(table)
     for path in table.paths:  # warm the page cache so every row reads from memory
@@ -136,7 +140,7 @@ def main(argv) -> None:
 
     def warm() -> tuple[float, float]:  # a new process on the cache the last cold run wrote
         child = subprocess.run(
-            [sys.executable, __file__, f"--data_dir={FLAGS.data_dir}", f"--warm_child={cache_dir}"],
+            [sys.executable, __file__, f"--data_dir={data_dir}", f"--warm_child={cache_dir}"],
             check=True, capture_output=True, text=True,
         )
         return tuple(json.loads(child.stdout.strip().splitlines()[-1])["rates"])
@@ -160,7 +164,7 @@ def main(argv) -> None:
     # The figure each row stands for: a cold cache is, by definition, its first epoch.
     rates = {**steady, "builder_cold": first["builder_cold"]}
 
-    print(f"\nFSDD train split: {total} files, 8 kHz log-mel {config.feature_spec.shape}, "
+    print(f"\nFSDD train split x{FLAGS.copies}: {total} files, 8 kHz log-mel {config.feature_spec.shape}, "
           f"batch {BATCH}, {cores} cores, median of {REPEATS}\n")
     print("| pipeline | first epoch ex/s | second epoch ex/s | figure | vs naive |")
     print("|---|---:|---:|---:|---:|")

@@ -1,6 +1,6 @@
 """What each stage of the builder's first epoch costs, against the usual answer: CPU per example.
 
-    python bench/stages.py --data_dir ../shared/data/fsdd/recordings [--rounds 3]
+    python bench/stages.py --data_dir ../shared/data/fsdd/recordings [--rounds 3] [--copies 4]
 
 On two cores the first epoch is CPU-bound, so its speed is the CPU each example
 costs. Each row adds stages to the one above and reads one epoch of FSDD's
@@ -37,11 +37,14 @@ from collections.abc import Callable
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import fsdd_copies  # noqa: E402  (bench/, this script's folder, is on the path)
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 from plain_input_fn import plain_dataset  # noqa: E402  (bench/, this script's folder, is on the path)
 
 flags.DEFINE_string("data_dir", None, "FSDD recordings folder.", required=True)
+flags.DEFINE_integer("copies", 1, "FSDD this many times over (links under new names: bench/fsdd_copies.py).",
+                     lower_bound=1)
 flags.DEFINE_integer("rounds", 3, "Interleaved rounds (medians are reported).", lower_bound=1)
 FLAGS = flags.FLAGS
 
@@ -69,7 +72,7 @@ def main(argv: list[str]) -> None:
 
     cache_dir = tempfile.mkdtemp(prefix="bench-stages-")
     config = data.PipelineConfig(sample_rate=8000, cache_dir=cache_dir, batch_size=BATCH)
-    source = "fsdd:" + FLAGS.data_dir
+    source = "fsdd:" + fsdd_copies.linked(FLAGS.data_dir, FLAGS.copies)
     table = list_split(DataSource.parse(source), "train", cache_dir)
     total = len(table)
     for path in table.paths:  # every row reads from the page cache
