@@ -67,8 +67,17 @@ def prefetch_to_accelerator(
     return dataset.apply(tf.data.experimental.prefetch_to_device(device, buffer_size))
 
 
+# TF 2's class and TF 1.x's (tf.contrib.distribute.CollectiveAllReduceStrategy after TF 2.15's upgrader): TF 2.15's
+# Estimator trained a TF_CONFIG cluster under either, and neither is a subclass of the other.
+MULTI_WORKER_STRATEGIES = (
+    tf.distribute.MultiWorkerMirroredStrategy,
+    tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy,
+)
+
+
 def is_multi_worker(strategy: tf.distribute.Strategy | None) -> bool:
-    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+    """Whether `strategy` is a MultiWorkerMirroredStrategy, TF 2's or TF 1.x's."""
+    return isinstance(strategy, MULTI_WORKER_STRATEGIES)
 
 
 def is_parameter_server(strategy: tf.distribute.Strategy | None) -> bool:

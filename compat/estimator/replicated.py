@@ -27,7 +27,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from compat.core import tf_internals
+from compat.core import strategies, tf_internals
 from compat.core.strategies import UnsupportedStrategyError
 from compat.estimator.model_fn import EstimatorSpec
 
@@ -35,11 +35,11 @@ _v1 = tf.compat.v1
 
 # The strategies whose replicas the graph engine builds in one graph, TF2's and tf.compat.v1's (separate
 # classes); TF 2.15's Estimator ran these too.
-_MULTI_WORKER = (
-    tf.distribute.MultiWorkerMirroredStrategy,
-    tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy,
+_REPLICATED = (
+    tf.distribute.MirroredStrategy,
+    tf.compat.v1.distribute.MirroredStrategy,
+    *strategies.MULTI_WORKER_STRATEGIES,
 )
-_REPLICATED = (tf.distribute.MirroredStrategy, tf.compat.v1.distribute.MirroredStrategy, *_MULTI_WORKER)
 
 
 def replicas_of(strategy: tf.distribute.Strategy | None, argument: str) -> tf.distribute.Strategy | None:
@@ -55,7 +55,7 @@ def replicas_of(strategy: tf.distribute.Strategy | None, argument: str) -> tf.di
     """
     if strategy is None:
         return None
-    if isinstance(strategy, _MULTI_WORKER):
+    if strategies.is_multi_worker(strategy):
         return strategy
     if strategy.num_replicas_in_sync == 1:
         return None  # one device (OneDeviceStrategy, a mirrored one over one device, ...): the same graph and numbers
@@ -226,15 +226,11 @@ def _copy(config: Any) -> Any:
     return copied
 
 
-def is_multi_worker(strategy: tf.distribute.Strategy | None) -> bool:
-    return isinstance(strategy, _MULTI_WORKER)
-
-
 def for_evaluation(strategy: tf.distribute.Strategy | None) -> tf.distribute.Strategy | None:
     """The strategy an evaluation runs under: a multi-worker one only over this task's own devices, since one
     task evaluates alone (the chief after training, or the evaluator), as TF 2.15's distribute coordinator
     configured it; the other workers take no part."""
-    if not is_multi_worker(strategy):
+    if not strategies.is_multi_worker(strategy):
         return strategy
     assert strategy is not None
     devices = [device.split("/device:")[-1] for device in strategy.extended.worker_devices]

@@ -10,10 +10,11 @@ program (tests/data/tf215_multi_worker_tutorial.json, recorded with `--cluster` 
 a JSON line: the chief its checkpoint's variable names and global step, the evaluator its last evaluation's
 metric keys and accuracy and its export's signatures, the worker its name. Or:
 
-    python multi_worker_tutorial.py --cluster PYTHON MODEL_DIR [STEPS] [--compat]
+    python multi_worker_tutorial.py --cluster PYTHON MODEL_DIR [STEPS] [--compat] [--v1]
 
 starts the three tasks with PYTHON on free ports of 127.0.0.1 (each after compat.estimator.install() with
 `--compat`), waits for them (at most five minutes) and prints one JSON line: every task's report, keyed by task.
+`--v1` makes the strategy TF 1.x's class, tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy.
 """
 import glob
 import json
@@ -28,7 +29,7 @@ INSTALL_THEN_RUN = (
 )
 
 
-def run_cluster(python, model_dir, steps, with_compat):
+def run_cluster(python, model_dir, steps, with_compat, v1=False):
     ports = []
     for _ in range(3):
         with socket.socket() as probe:
@@ -41,7 +42,8 @@ def run_cluster(python, model_dir, steps, with_compat):
     for task in cluster:
         env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": task, "index": 0}}),
                "TF_CPP_MIN_LOG_LEVEL": "2"}
-        processes[task] = subprocess.Popen([*command, os.path.abspath(__file__), model_dir, str(steps)],
+        processes[task] = subprocess.Popen([*command, os.path.abspath(__file__), model_dir, str(steps),
+                                            *(["v1"] if v1 else [])],
                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     reports = {}
     try:
@@ -59,7 +61,7 @@ def run_cluster(python, model_dir, steps, with_compat):
 if sys.argv[1] == "--cluster":
     python, model_dir = sys.argv[2], sys.argv[3]
     steps = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4].isdigit() else 100
-    print(json.dumps(run_cluster(python, model_dir, steps, "--compat" in sys.argv)))
+    print(json.dumps(run_cluster(python, model_dir, steps, "--compat" in sys.argv, "--v1" in sys.argv)))
     sys.exit(0)
 
 import tensorflow as tf  # noqa: E402
@@ -106,7 +108,10 @@ def serving_input_fn():
     return tf.estimator.export.ServingInputReceiver(features, features)
 
 
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
+# `--v1`: TF 1.x's class (`tf.contrib.distribute.CollectiveAllReduceStrategy` after TF 2.15's upgrader)
+V1 = "v1" in sys.argv[3:]
+strategy = (tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy() if V1
+            else tf.distribute.MultiWorkerMirroredStrategy())
 config = tf.estimator.RunConfig(train_distribute=strategy, save_checkpoints_steps=50, tf_random_seed=2)
 estimator = tf.estimator.Estimator(model_fn, model_dir=MODEL_DIR, config=config)
 result = tf.estimator.train_and_evaluate(

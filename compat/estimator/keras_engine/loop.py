@@ -202,7 +202,7 @@ class Training(KerasEngine):
         model = self._keras_model
         # Reading a metric under MultiWorkerMirroredStrategy is a collective that only this (the chief's)
         # loop would join: the other tasks' metrics are left out of the summaries there.
-        local_metrics = not isinstance(self._strategy, tf.distribute.MultiWorkerMirroredStrategy)
+        local_metrics = not strategies.is_multi_worker(self._strategy)
         compiled = model.get_metrics_result() if local_metrics else {}
         metrics = {"loss": loss, **{name: value for name, value in compiled.items() if name != "loss"}}
         summaries.write_training_scalars(writer, step, metrics, summaries.learning_rate_value(model.optimizer))
