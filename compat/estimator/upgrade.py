@@ -280,15 +280,15 @@ def contrib_modules_moved(source: str) -> str:
 
 def _dotted_contrib_home(module: str, name: str) -> tuple[str, str] | None:
     """(the spelling of tf.contrib.`module`, the import giving it) for a dotted `tf.contrib.<module>.<name>` use
-    with a home outside TensorFlow: this project's contrib_layers, else tf-slim's (where TensorFlow's upgrader
-    has no TF 2 home of its own for it, which it then gives it)."""
-    from compat.estimator import contrib_layers
-
-    if module == "layers" and name in contrib_layers.__all__:
+    with a home outside TensorFlow (`contrib_layers_home`), where TensorFlow's upgrader has no TF 2 home of its
+    own for it (which it then gives it)."""
+    dotted = f"tf.contrib.{module}.{name}"
+    home = None if rewritten(dotted) is not None else contrib_layers_home(dotted)
+    if home is None:
+        return None
+    if home.startswith("compat."):
         return "contrib_layers", "from compat.estimator import contrib_layers\n"
-    if rewritten(f"tf.contrib.{module}.{name}") is None and name in tf_slim_names()[module]:
-        return ("tf_slim.layers" if module == "layers" else "tf_slim"), "import tf_slim\n"
-    return None
+    return home.rsplit(".", 1)[0], "import tf_slim\n"
 
 
 def contrib_layers_spelled_out(source: str) -> str:
