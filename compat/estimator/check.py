@@ -297,7 +297,7 @@ def _legacy_module_uses(tree: ast.AST, path: str) -> Iterator[Use]:
             if not legacy_modules.is_served_path(module) or module in legacy_modules.PUBLIC_API:
                 continue
             dotted = module if name is None else f"{module}.{name}"
-            bound = asname or (name if name is not None else None)
+            bound = asname or name
             if bound is not None and legacy_modules.is_served_path(dotted) and dotted not in legacy_modules.PUBLIC_API:
                 modules[bound] = dotted
             if name is None or name == "*":
