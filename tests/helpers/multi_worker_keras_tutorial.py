@@ -7,7 +7,8 @@ A TF_CONFIG of workers only (worker 0 leads, as TF 2.15 had it), a model_fn whos
 input under `RunConfig(train_distribute=MultiWorkerMirroredStrategy())`, and `train_and_evaluate`; with
 `--graph`, eager execution disabled first. MNIST is not downloaded: 28x28 images made from a seed stand in.
 Written for TF 2.15's tf.estimator; each worker prints a JSON line with the global step and the variables of
-the newest checkpoint in MODEL_DIR. Or:
+the newest checkpoint in MODEL_DIR once the last step's is there (worker 0 saves it as training ends, and worker
+1 may end first, on TF 2.15 as here: it waits for it, a minute at most). Or:
 
     python multi_worker_keras_tutorial.py --cluster PYTHON MODEL_DIR STEPS [--graph] [--compat]
 
@@ -21,6 +22,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 INSTALL_THEN_RUN = (
     "import compat.estimator, runpy, sys; compat.estimator.install(); "
@@ -128,7 +130,18 @@ tf.estimator.train_and_evaluate(
     train_spec=tf.estimator.TrainSpec(input_fn=input_fn, max_steps=STEPS),
     eval_spec=tf.estimator.EvalSpec(input_fn=input_fn, steps=5),
 )
-reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(MODEL_DIR))
+
+def last_checkpoint() -> str:
+    """The newest checkpoint in MODEL_DIR, once it is the last step's (or after a minute, whatever it is)."""
+    deadline = time.monotonic() + 60
+    while True:
+        path = tf.train.latest_checkpoint(MODEL_DIR)
+        if (path and path.endswith(f"-{STEPS}")) or time.monotonic() > deadline:
+            return path
+        time.sleep(0.2)
+
+
+reader = tf.train.load_checkpoint(last_checkpoint())
 print(json.dumps({"global_step": int(reader.get_tensor("global_step")),
                   "variables": sorted(reader.get_variable_to_shape_map()),
 }))
