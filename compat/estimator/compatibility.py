@@ -324,8 +324,7 @@ _ROWS: dict[str, Entry] = {
     "contrib.": Entry(
         REFUSED,
         "tf.contrib is not in TensorFlow 2, and this name has no TF 2 home that TF 2.15's upgrader or --fix knows, "
-        "nor one here: replace it by hand (tf-slim keeps tf.contrib.layers and slim; docs/migration.md lists the "
-        "homes --fix knows)",
+        "nor one here, nor in tf-slim: replace it by hand (docs/migration.md lists the homes --fix knows)",
     ),
     "estimator.": Entry(SAME),
     "compat.v1.estimator.": Entry(SAME),
