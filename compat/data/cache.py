@@ -207,15 +207,15 @@ def _publish(temp: str, final: str, meta: dict) -> None:
 def _incomplete(folder: str, elements: int) -> str | None:
     """What keeps the chunk files in `folder` from being a whole entry of `elements` chunks; None if whole:
     exactly chunks 0 .. elements-1 (each written whole before the pass handed its chunk on), nothing else."""
-    found = set()
+    found, expected = set(), set(range(elements))
     for name in os.listdir(folder):
         if name.startswith(_CHUNK_PREFIX):
             match = _CHUNK_FILE.match(name)
             if match is None:
                 return f"{name} is not a chunk file"
             found.add(int(match.group(1)))
-    if found != set(range(elements)):
-        return f"{len(found & set(range(elements)))} chunk file(s) of {elements} were written"
+    if found != expected:
+        return f"{len(found & expected)} chunk file(s) of {elements} were written"
     return None
 
 
