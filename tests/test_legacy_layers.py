@@ -118,6 +118,29 @@ def test_tf_compat_v1_layers_are_tf_kerass_until_uninstall():
     assert tf.compat.v1.layers.dense is not None
 
 
+@keras_3_only
+def test_a_module_imported_after_uninstall_leaves_tensorflow_its_own_until_install():
+    program = (
+        "import tensorflow as tf\n"
+        "import compat.estimator as estimator\n"
+        "def v1_layers():\n"
+        "    try:\n"
+        "        return callable(tf.compat.v1.layers.dense)\n"
+        "    except AttributeError:  # TensorFlow's own stub under Keras 3\n"
+        "        return False\n"
+        "print(v1_layers())\n"
+        "estimator.uninstall()\n"
+        "import compat.estimator.estimator  # first imported now\n"
+        "estimator.Estimator  # a name used now\n"
+        "print(v1_layers())\n"
+        "estimator.install()\n"
+        "print(v1_layers())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300,
+                            cwd=REPO, env={**os.environ, "PYTHONPATH": REPO})
+    assert result.stdout.split() == ["True", "False", "True"], result.stderr[-3000:]
+
+
 X = np.random.default_rng(5).normal(2.0, 3.0, size=(16, 4)).astype("float32")
 
 

@@ -20,6 +20,8 @@ class Patches:
 
     def __init__(self) -> None:
         self._undo: list[tuple[str, Callable[[], None]]] = []
+        # Set by `undo()`: a program that uninstalled keeps TensorFlow its own, whatever it imports later.
+        self._withdrawn = False
 
     def set_attribute(self, part: str, owner: Any, name: str, value: Any) -> None:
         """`owner.name = value`, for `part` (who made it: "import", "install"); undone to the value `owner`
@@ -58,10 +60,19 @@ class Patches:
         return any(owner == part for owner, _ in self._undo)
 
     def undo(self) -> None:
-        """Undoes every change, newest first."""
+        """Undoes every change, newest first; changes made on import stay withdrawn until `reopen()`."""
+        self._withdrawn = True
         while self._undo:
             _, undo = self._undo.pop()
             undo()
+
+    def withdrawn(self) -> bool:
+        """Whether `undo()` ran and no explicit install since: imports must leave other modules alone."""
+        return self._withdrawn
+
+    def reopen(self) -> None:
+        """An explicit install: changes may be made again."""
+        self._withdrawn = False
 
 
 PATCHES = Patches()

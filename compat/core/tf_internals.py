@@ -174,11 +174,19 @@ def dataset_behind(value) -> tf.data.Dataset | None:
     return value.dataset if isinstance(value, _IteratorMarker) else None
 
 
+def prepare() -> None:
+    """`install()`, unless `compat.estimator.uninstall()` withdrew it: what importing compat.estimator (or its
+    first name, or its estimator module) does, so that an import after uninstall() patches nothing again."""
+    if not PATCHES.withdrawn():
+        install()
+
+
 def install() -> None:
     """`tf.compat.v1.layers` and `tf.compat.v1.nn.rnn_cell` become tf_keras' (loaded on first use),
     `tf.compat.v1.data`'s iterator factories give their dataset in `v1_iterators_give_their_dataset`, and
     Keras 3 layers honour `keras_training_default`. Idempotent; recorded in `PATCHES`, which
-    `compat.estimator.uninstall()` undoes."""
+    `compat.estimator.uninstall()` undoes. Called explicitly, it undoes that withdrawal too."""
+    PATCHES.reopen()
     if PATCHES.made_by(_PART):
         return
     for owner, name, module in _legacy_owners():

@@ -167,7 +167,7 @@ def _prepare() -> None:
     global _prepared
     from compat.core import tf_internals
 
-    tf_internals.install()
+    tf_internals.prepare()
     _prepared = True
 
 
@@ -213,6 +213,7 @@ def install() -> None:
     from compat.core import tf_internals
     from compat.core.patches import PATCHES
 
+    PATCHES.reopen()  # asked again after an uninstall()
     _prepare()
     if PATCHES.made_by(_PART):
         return
@@ -297,9 +298,7 @@ def uninstall() -> None:
     every change in `compat.core.patches.PATCHES`, newest first."""
     from compat.core.patches import PATCHES
 
-    global _prepared
-    PATCHES.undo()
-    _prepared = True  # a name used later does not patch again what this undid: TensorFlow stays its own
+    PATCHES.undo()  # withdrawn until install(): a name or module used later patches nothing again
 
 
 # A legacy program imports TensorFlow, then this package (its one added line), and may build tf.compat.v1

@@ -58,7 +58,7 @@ _v1 = tf.compat.v1
 # Model_fns are built from tf.compat.v1.layers, and from Keras 3 layers that must honour the graph's
 # training mode: loading the graph engine makes both work (compat/core/tf_internals.py), however a
 # program reaches it (a public name of compat.estimator does the same; uninstall() undoes it).
-tf_internals.install()
+tf_internals.prepare()  # as importing the package does; nothing after uninstall()
 # TF 2.15's usage gauges of the Estimator API (its names), which libraries' canned estimators set
 _estimator_api_gauge = tf_internals.usage_gauge("/tensorflow/api/estimator", "estimator api usage", "method")
 _canned_estimator_api_gauge = tf_internals.usage_gauge(
