@@ -128,6 +128,30 @@ def test_the_rule_catches_a_library_import_of_the_application(monkeypatch):
     assert ["compat.core.atomic", "compat.core.errors"] in _cycles()
 
 
+# What converts a trained Estimator to Keras: importing one registers Keras classes and loads Keras.
+CONVERSION = {"compat.estimator.to_keras", "compat.estimator.keras_canned", "compat.estimator.keras_columns",
+              "compat.estimator.keras_serving", "compat.estimator.keras_twin"}
+
+
+def _reachable(module: str) -> set[str]:
+    seen, todo = set(), [module]
+    while todo:
+        for name in GRAPH.get(todo.pop(), ()):
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return seen
+
+
+def test_the_canned_estimators_and_heads_do_not_load_the_conversion_to_keras():
+    """A program that trains a canned Estimator loads no conversion code: its classes keep a CannedRecipe
+    (canned/recipe.py), which the conversion reads when asked."""
+    trainers = [m for m in MODULES if m.startswith(("compat.estimator.canned", "compat.estimator.head"))]
+    assert "compat.estimator.canned.dnn" in trainers
+    loaded = {module: sorted(_reachable(module) & CONVERSION) for module in trainers}
+    assert {module: names for module, names in loaded.items() if names} == {}
+
+
 def test_the_architecture_page_names_every_module():
     page = open(os.path.join(REPO, "docs", "architecture.md")).read()
     named = set(re.findall(r"`([a-z0-9_]+(?:/[a-z0-9_]+)*\.py)`", page))
@@ -186,7 +210,9 @@ def _type_checking_names(path: str) -> set[str]:
     for node in ast.parse(open(path).read()).body:
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
             for statement in ast.walk(node):
-                if isinstance(statement, ast.ImportFrom | ast.Import):
+                if isinstance(statement, ast.ImportFrom) and statement.names[0].name == "*":
+                    names.update(__import__(statement.module, fromlist=["_"]).__all__)  # the module's own list
+                elif isinstance(statement, ast.ImportFrom | ast.Import):
                     names.update(alias.asname or alias.name for alias in statement.names)
     return names
 

@@ -23,7 +23,7 @@ FAKE_MODULE = '''"""A canned estimator added by the recipe: a DNN classifier und
 import tensorflow as tf
 
 from compat.estimator.canned.dnn import DNNClassifier, DNNClassifierV1
-from compat.estimator.keras_canned import CannedRecipe
+from compat.estimator.canned.recipe import CannedRecipe
 
 
 class FakeClassifier(DNNClassifier):

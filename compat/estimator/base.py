@@ -221,7 +221,7 @@ class EstimatorBase(abc.ABC):
       engine: "graph" (tf.compat.v1 graphs and sessions: model_fns, the canned classes) or "keras" (a
         model_to_estimator Estimator, Keras 3 eagerly); train_and_evaluate's cluster training differs.
       keras_recipe: what `to_keras` builds a native Keras model from (a canned class's
-        keras_canned.CannedRecipe), else None.
+        canned/recipe.py's CannedRecipe), else None.
 
     A Keras-engine Estimator also has `strategy` (KerasEngineEstimator). None of these names was TF 2.15's:
     a user's subclass that defines one of its own is not refused (estimator.py's override check).

@@ -1,7 +1,8 @@
 """A canned Estimator's native Keras 3 twin: its network as Keras layers, its checkpoint's weights mapped in.
 
-Each canned class keeps a `CannedRecipe` of what it was built from (`Estimator.keras_recipe`); `to_keras`
-asks it to build the model from a checkpoint. The twin computes what the Estimator's PREDICT mode did:
+Each canned class keeps a `CannedRecipe` of what it was built from (`Estimator.keras_recipe`,
+canned/recipe.py); `to_keras` builds the model from a checkpoint with its `NativeTwin` (`twin_of`).
+The twin computes what the Estimator's PREDICT mode did:
 
     logits = dnn(dnn_columns) + linear(linear_columns) + baseline bias     (whichever the class has)
 
@@ -27,6 +28,7 @@ import tensorflow as tf
 from compat.core import tf_internals
 from compat.core.errors import UserError
 from compat.estimator import keras_columns
+from compat.estimator.canned.recipe import CannedRecipe
 from compat.estimator.keras_twin import EstimatorModel
 
 # The activations a native DNN can name in Keras: TensorFlow's functions, by identity (a function that only
@@ -59,80 +61,8 @@ class ConversionError(UserError, ValueError):
     """A trained Estimator, folder or export that `to_keras` (or its export) cannot convert, and why."""
 
 
-# The canned classes' constructor arguments (TF 2.15's names) and the recipe field each fills.
-_FIELDS = {
-    "n_classes": "n_classes",
-    "label_dimension": "label_dimension",
-    "label_vocabulary": "label_vocabulary",
-    "hidden_units": "hidden_units",
-    "dnn_hidden_units": "hidden_units",
-    "activation_fn": "activation_fn",
-    "dnn_activation_fn": "activation_fn",
-    "dropout": "dropout",
-    "dnn_dropout": "dropout",
-    "batch_norm": "batch_norm",
-    "dnn_feature_columns": "dnn_columns",
-    "linear_feature_columns": "linear_columns",
-    "sparse_combiner": "sparse_combiner",
-    "linear_sparse_combiner": "sparse_combiner",
-}
-_SEQUENCES = ("dnn_columns", "linear_columns", "hidden_units", "label_vocabulary")
-
-
-@dataclasses.dataclass(frozen=True)
-class CannedRecipe:
-    """What a canned Estimator was built from, for its native Keras twin.
-
-    Attributes:
-      kind: the Estimator's class name (the Keras model's name, and messages).
-      n_classes: a classifier's number of classes; None for a regressor.
-      label_dimension: a regressor's number of outputs.
-      label_vocabulary: a classifier's class names (the export's `classes`), None for '0', '1', ...
-      dnn_columns, hidden_units, activation_fn, dropout, batch_norm: the DNN part, if any.
-      linear_columns, sparse_combiner: the linear part, if any.
-      baseline: a Baseline class's bias-only model.
-    """
-
-    kind: str
-    n_classes: int | None = None
-    label_dimension: int = 1
-    label_vocabulary: tuple[str, ...] | None = None
-    dnn_columns: tuple = ()
-    hidden_units: tuple[int, ...] = ()
-    activation_fn: Callable | None = None
-    dropout: float | None = None
-    batch_norm: bool = False
-    linear_columns: tuple = ()
-    sparse_combiner: str = "sum"
-    baseline: bool = False
-
-    @classmethod
-    def from_arguments(cls, kind: str, arguments: dict[str, Any], network: str) -> CannedRecipe:
-        """A recipe from a canned class's constructor arguments by TF 2.15's names (its `locals()`): the
-        same names mean the same in every class.
-
-        Args:
-          kind: the class's name (the Keras model's name, and messages).
-          arguments: the constructor's arguments by name.
-          network: "dnn", "linear", "dnn_linear_combined" or "baseline" (the module the class lives in):
-            what `feature_columns` feed, and whether the model is a Baseline's bias alone.
-        """
-        settings: dict[str, Any] = {"baseline": network == "baseline"}
-        for argument, value in arguments.items():
-            field = _FIELDS.get(argument)
-            if argument == "feature_columns":
-                field = f"{network}_columns"
-            if field is None or value is None:
-                continue
-            settings[field] = tuple(value) if field in _SEQUENCES else value
-        return cls(kind, **settings)
-
-    @property
-    def units(self) -> int:
-        """The logits' width: one for two classes (a sigmoid head), the classes or label dimension else."""
-        if self.n_classes is None:
-            return self.label_dimension
-        return 1 if self.n_classes == 2 else self.n_classes
+class NativeTwin(CannedRecipe):
+    """A `CannedRecipe` that builds its model: what `to_keras` converts a canned Estimator with (`twin_of`)."""
 
     def why_not_native(self, feature_dtypes: Mapping[str, str] | None = None) -> str | None:
         """Why this Estimator converts through its export only; None when it becomes native Keras layers.
@@ -241,6 +171,11 @@ class CannedRecipe:
         probabilities = keras.layers.Softmax(name="probabilities")(logits)
         class_ids = keras.ops.expand_dims(keras.ops.argmax(logits, axis=-1), -1)
         return {"logits": logits, "probabilities": probabilities, "class_ids": class_ids}
+
+
+def twin_of(recipe: CannedRecipe) -> NativeTwin:
+    """The conversion of the canned Estimator `recipe` describes."""
+    return NativeTwin(**{field.name: getattr(recipe, field.name) for field in dataclasses.fields(recipe)})
 
 
 def _dense(

@@ -43,6 +43,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from compat.core import atomic
+from compat.estimator import keras_canned
 from compat.estimator.base import EstimatorBase
 from compat.estimator.keras_canned import ConversionError
 from compat.estimator.keras_serving import signatures_of
@@ -94,7 +95,8 @@ def to_keras(
     if estimator.engine == "keras":
         return estimator.trained_keras_model(checkpoint_path, keras_2)
     if why_not is None and recipe is not None:
-        build = recipe.build_portable if portable else recipe.build
+        twin = keras_canned.twin_of(recipe)
+        build = twin.build_portable if portable else twin.build
         return build(_reader(estimator, checkpoint_path), feature_dtypes)
     if serving_input_receiver_fn is None:
         raise ConversionError(
@@ -169,7 +171,7 @@ def _folder_estimator(folder: str, keras_model: keras.Model | None) -> Estimator
 def _why_not_native(estimator: EstimatorBase, recipe: Any, feature_dtypes: Mapping[str, str] | None) -> str | None:
     """Why `estimator` has no native Keras twin (None: it has one)."""
     if recipe is not None:
-        return recipe.why_not_native(feature_dtypes)
+        return keras_canned.twin_of(recipe).why_not_native(feature_dtypes)
     if estimator.engine == "keras":
         return "a model_to_estimator Estimator gives back the Keras model it was made from"
     kind = type(estimator).__name__

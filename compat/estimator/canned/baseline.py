@@ -17,9 +17,9 @@ from typing import Any
 import tensorflow as tf
 
 from compat.estimator.canned import common, optimizers, v1_heads
+from compat.estimator.canned.recipe import CannedRecipe
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import RegressionHead, base_head
-from compat.estimator.keras_canned import CannedRecipe
 from compat.estimator.model_fn import ModeKeys
 
 # TF 2.15's learning rate for an optimizer named by a string

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -33,6 +34,16 @@ def classifier_head(
     return MultiClassHead(
         n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction
     )
+
+
+def estimator_arguments(model_fn_for: Callable[..., Callable], head: Any, arguments: Mapping[str, Any]) -> dict:
+    """`Estimator.__init__`'s arguments for a canned class, from its constructor's `locals()`: the model_fn that
+    `model_fn_for(head, ...)` makes of the constructor arguments it names, and the folder, config and warm start
+    (those the class takes: TF 2.15's Baseline classes took no warm start)."""
+    named = list(inspect.signature(model_fn_for).parameters)[1:]
+    model_fn = model_fn_for(head, **{name: arguments[name] for name in named if name in arguments})
+    passed = {name: arguments[name] for name in ("model_dir", "config", "warm_start_from") if name in arguments}
+    return {"model_fn": model_fn, **passed}
 
 
 def check_features(features: Any) -> None:

@@ -22,9 +22,9 @@ import tf_keras
 
 from compat.core import tf_internals
 from compat.estimator.canned import common, optimizers, v1_heads
+from compat.estimator.canned.recipe import CannedRecipe
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import RegressionHead
-from compat.estimator.keras_canned import CannedRecipe
 from compat.estimator.model_fn import ModeKeys
 
 # TF 2.15's batch normalization momentum: Keras' 0.99 diverged on some problems
@@ -215,12 +215,7 @@ class DNNEstimator(Estimator):
         warm_start_from: Any = None,
         batch_norm: bool = False,
     ):
-        super().__init__(
-            model_fn=_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout, batch_norm),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
 
 
 class DNNClassifier(Estimator):
@@ -243,12 +238,7 @@ class DNNClassifier(Estimator):
         batch_norm: bool = False,
     ):
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(
-            model_fn=_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout, batch_norm),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("DNNClassifier", locals(), network="dnn")
 
 
@@ -273,12 +263,7 @@ class DNNRegressor(Estimator):
         head = RegressionHead(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
-        super().__init__(
-            model_fn=_model_fn(head, hidden_units, feature_columns, optimizer, activation_fn, dropout, batch_norm),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("DNNRegressor", locals(), network="dnn")
 
 
@@ -459,21 +444,7 @@ class DNNEstimatorV1(Estimator):
         warm_start_from: Any = None,
         batch_norm: bool = False,
     ):
-        super().__init__(
-            model_fn=_model_fn_v1(
-                head,
-                hidden_units,
-                feature_columns,
-                optimizer,
-                activation_fn,
-                dropout,
-                input_layer_partitioner,
-                batch_norm,
-            ),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
 
 
 class DNNClassifierV1(Estimator):
@@ -498,21 +469,7 @@ class DNNClassifierV1(Estimator):
         batch_norm: bool = False,
     ):
         head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(
-            model_fn=_model_fn_v1(
-                head,
-                hidden_units,
-                feature_columns,
-                optimizer,
-                activation_fn,
-                dropout,
-                input_layer_partitioner,
-                batch_norm,
-            ),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("DNNClassifierV1", locals(), network="dnn")
 
 
@@ -538,21 +495,7 @@ class DNNRegressorV1(Estimator):
         head = v1_heads.RegressionHeadV1(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
-        super().__init__(
-            model_fn=_model_fn_v1(
-                head,
-                hidden_units,
-                feature_columns,
-                optimizer,
-                activation_fn,
-                dropout,
-                input_layer_partitioner,
-                batch_norm,
-            ),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("DNNRegressorV1", locals(), network="dnn")
 
 

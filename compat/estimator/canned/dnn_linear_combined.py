@@ -21,9 +21,9 @@ import tensorflow as tf
 from compat.estimator.canned import common, optimizers, v1_heads
 from compat.estimator.canned.dnn import dnn_logit_fn_builder_v1, dnn_logits_and_variables
 from compat.estimator.canned.linear import linear_logit_fn_builder_v1, linear_logits_and_variables
+from compat.estimator.canned.recipe import CannedRecipe
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import RegressionHead, base_head
-from compat.estimator.keras_canned import CannedRecipe
 from compat.estimator.model_fn import ModeKeys
 
 _DNN_LEARNING_RATE = 0.001
@@ -198,23 +198,7 @@ class DNNLinearCombinedEstimator(Estimator):
         linear_sparse_combiner: str = "sum",
         warm_start_from: Any = None,
     ):
-        super().__init__(
-            model_fn=_model_fn(
-                head,
-                linear_feature_columns,
-                linear_optimizer,
-                dnn_feature_columns,
-                dnn_optimizer,
-                dnn_hidden_units,
-                dnn_activation_fn,
-                dnn_dropout,
-                batch_norm,
-                linear_sparse_combiner,
-            ),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
 
 
 class DNNLinearCombinedClassifier(Estimator):
@@ -240,23 +224,7 @@ class DNNLinearCombinedClassifier(Estimator):
         linear_sparse_combiner: str = "sum",
     ):
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(
-            model_fn=_model_fn(
-                head,
-                linear_feature_columns,
-                linear_optimizer,
-                dnn_feature_columns,
-                dnn_optimizer,
-                dnn_hidden_units,
-                dnn_activation_fn,
-                dnn_dropout,
-                batch_norm,
-                linear_sparse_combiner,
-            ),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments(
             "DNNLinearCombinedClassifier", locals(), network="dnn_linear_combined"
         )
@@ -286,23 +254,7 @@ class DNNLinearCombinedRegressor(Estimator):
         head = RegressionHead(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
-        super().__init__(
-            model_fn=_model_fn(
-                head,
-                linear_feature_columns,
-                linear_optimizer,
-                dnn_feature_columns,
-                dnn_optimizer,
-                dnn_hidden_units,
-                dnn_activation_fn,
-                dnn_dropout,
-                batch_norm,
-                linear_sparse_combiner,
-            ),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments(
             "DNNLinearCombinedRegressor", locals(), network="dnn_linear_combined"
         )
@@ -461,23 +413,7 @@ class DNNLinearCombinedEstimatorV1(Estimator):
         batch_norm: bool = False,
         linear_sparse_combiner: str = "sum",
     ):
-        super().__init__(
-            model_fn=_model_fn_v1(
-                head,
-                linear_feature_columns,
-                linear_optimizer,
-                dnn_feature_columns,
-                dnn_optimizer,
-                dnn_hidden_units,
-                dnn_activation_fn,
-                dnn_dropout,
-                input_layer_partitioner,
-                batch_norm,
-                linear_sparse_combiner,
-            ),
-            model_dir=model_dir,
-            config=config,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
 
 
 class DNNLinearCombinedClassifierV1(Estimator):
@@ -505,24 +441,7 @@ class DNNLinearCombinedClassifierV1(Estimator):
         linear_sparse_combiner: str = "sum",
     ):
         head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(
-            model_fn=_model_fn_v1(
-                head,
-                linear_feature_columns,
-                linear_optimizer,
-                dnn_feature_columns,
-                dnn_optimizer,
-                dnn_hidden_units,
-                dnn_activation_fn,
-                dnn_dropout,
-                input_layer_partitioner,
-                batch_norm,
-                linear_sparse_combiner,
-            ),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments(
             "DNNLinearCombinedClassifierV1", locals(), network="dnn_linear_combined"
         )
@@ -554,24 +473,7 @@ class DNNLinearCombinedRegressorV1(Estimator):
         head = v1_heads.RegressionHeadV1(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
-        super().__init__(
-            model_fn=_model_fn_v1(
-                head,
-                linear_feature_columns,
-                linear_optimizer,
-                dnn_feature_columns,
-                dnn_optimizer,
-                dnn_hidden_units,
-                dnn_activation_fn,
-                dnn_dropout,
-                input_layer_partitioner,
-                batch_norm,
-                linear_sparse_combiner,
-            ),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments(
             "DNNLinearCombinedRegressorV1", locals(), network="dnn_linear_combined"
         )

@@ -24,9 +24,9 @@ import tf_keras
 from compat.core import tf_internals
 from compat.estimator.canned import common, optimizers, v1_heads
 from compat.estimator.canned.linear_sdca import LinearSDCA, UpdateWeightsHook
+from compat.estimator.canned.recipe import CannedRecipe
 from compat.estimator.estimator import Estimator
 from compat.estimator.head import BinaryClassHead, RegressionHead
-from compat.estimator.keras_canned import CannedRecipe
 from compat.estimator.model_fn import ModeKeys
 
 # TF 2.15's learning rate for an optimizer named by a string
@@ -320,12 +320,7 @@ class LinearEstimator(Estimator):
         sparse_combiner: str = "sum",
         warm_start_from: Any = None,
     ):
-        super().__init__(
-            model_fn=_model_fn(head, feature_columns, optimizer, sparse_combiner),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
 
 
 class LinearClassifier(Estimator):
@@ -346,12 +341,7 @@ class LinearClassifier(Estimator):
     ):
         check_sdca_classifier(feature_columns, n_classes, optimizer, sparse_combiner)
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(
-            model_fn=_model_fn(head, feature_columns, optimizer, sparse_combiner),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("LinearClassifier", locals(), network="linear")
 
 
@@ -374,12 +364,7 @@ class LinearRegressor(Estimator):
         head = RegressionHead(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
-        super().__init__(
-            model_fn=_model_fn(head, feature_columns, optimizer, sparse_combiner),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("LinearRegressor", locals(), network="linear")
 
 
@@ -504,12 +489,7 @@ class LinearEstimatorV1(Estimator):
         sparse_combiner: str = "sum",
         warm_start_from: Any = None,
     ):
-        super().__init__(
-            model_fn=_model_fn_v1(head, feature_columns, optimizer, partitioner, sparse_combiner),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
 
 
 class LinearClassifierV1(Estimator):
@@ -532,12 +512,7 @@ class LinearClassifierV1(Estimator):
     ):
         check_sdca_classifier(feature_columns, n_classes, optimizer, sparse_combiner)
         head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(
-            model_fn=_model_fn_v1(head, feature_columns, optimizer, partitioner, sparse_combiner),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("LinearClassifierV1", locals(), network="linear")
 
 
@@ -562,12 +537,7 @@ class LinearRegressorV1(Estimator):
         head = v1_heads.RegressionHeadV1(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
-        super().__init__(
-            model_fn=_model_fn_v1(head, feature_columns, optimizer, partitioner, sparse_combiner),
-            model_dir=model_dir,
-            config=config,
-            warm_start_from=warm_start_from,
-        )
+        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("LinearRegressorV1", locals(), network="linear")
 
 
