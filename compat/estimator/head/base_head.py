@@ -178,9 +178,45 @@ class SingleHead(Head):
     rest is the same for every tf.estimator head.
     """
 
+    _name: str | None
+    _loss_reduction: str
+
+    @property
+    def name(self) -> str | None:
+        return self._name
+
+    @property
+    def loss_reduction(self) -> str:
+        return self._loss_reduction
+
     def _summary_key(self, key: str) -> str:
         """`key`, with `/<name>` appended when the head has a name."""
         return suffixed(key, self.name)
+
+    @abc.abstractmethod
+    def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
+        """The labels as this head's loss reads them, checked against `logits`."""
+
+    @abc.abstractmethod
+    def _unweighted_loss_and_weights(self, logits: tf.Tensor, labels: tf.Tensor, features: Any) -> tuple:
+        """The per-example loss of `labels` (processed) and each example's weight."""
+
+    def loss(
+        self,
+        labels: Any,
+        logits: Any,
+        features: Any = None,
+        mode: str | None = None,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> tf.Tensor:
+        """The head's per-example loss, weighted and reduced by `loss_reduction`, plus the regularization
+        losses; the same in every mode."""
+        del mode
+        with tf.name_scope("losses"):
+            logits = check_logits_final_dim(logits, self.logits_dimension)
+            labels = self._processed_labels(logits, labels)
+            unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
+            return reduced_training_loss(unweighted_loss, weights, self.loss_reduction, regularization_losses)
 
     @abc.abstractmethod
     def export_outputs(self, predictions: dict) -> dict:

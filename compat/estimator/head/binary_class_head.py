@@ -99,16 +99,8 @@ class BinaryClassHead(base_head.SingleHead):
         self._name = name
 
     @property
-    def name(self) -> str | None:
-        return self._name
-
-    @property
     def logits_dimension(self) -> int:
         return 1
-
-    @property
-    def loss_reduction(self) -> str:
-        return self._loss_reduction
 
     def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
         """float32 labels `[D0, ... DN, 1]` in [0, 1] (vocabulary strings as their ids)."""
@@ -124,24 +116,6 @@ class BinaryClassHead(base_head.SingleHead):
             unweighted_loss = tf.compat.v1.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
         weights = base_head.get_weights_and_check_match_logits(features, self._weight_column, logits)
         return unweighted_loss, weights
-
-    def loss(
-        self,
-        labels: Any,
-        logits: Any,
-        features: Any = None,
-        mode: str | None = None,
-        regularization_losses: Sequence[Any] | None = None,
-    ) -> tf.Tensor:
-        """The weighted cross-entropy reduced by `loss_reduction`, plus the regularization losses."""
-        del mode  # the same loss in every mode
-        with tf.name_scope("losses"):
-            logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-            labels = self._processed_labels(logits, labels)
-            unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
-            return base_head.reduced_training_loss(
-                unweighted_loss, weights, self._loss_reduction, regularization_losses
-            )
 
     def predictions(self, logits: Any, keys: Sequence[str] | None = None) -> dict:
         """logits and logistic float32 `[D0, ... DN, 1]`; probabilities `[..., 2]`; class_ids int64 and classes

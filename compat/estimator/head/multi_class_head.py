@@ -78,16 +78,8 @@ class MultiClassHead(base_head.SingleHead):
         self._name = name
 
     @property
-    def name(self) -> str | None:
-        return self._name
-
-    @property
     def logits_dimension(self) -> Any:
         return self._n_classes
-
-    @property
-    def loss_reduction(self) -> str:
-        return self._loss_reduction
 
     def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
         """Integer label ids `[D0, ... DN, 1]` in [0, n_classes)."""
@@ -114,24 +106,6 @@ class MultiClassHead(base_head.SingleHead):
             )
         weights = base_head.get_weights_and_check_match_logits(features, self._weight_column, logits)
         return unweighted_loss, weights
-
-    def loss(
-        self,
-        labels: Any,
-        logits: Any,
-        features: Any = None,
-        mode: str | None = None,
-        regularization_losses: Sequence[Any] | None = None,
-    ) -> tf.Tensor:
-        """The weighted cross-entropy reduced by `loss_reduction`, plus the regularization losses."""
-        del mode  # the same loss in every mode
-        with tf.name_scope("losses"):
-            logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-            label_ids = self._processed_labels(logits, labels)
-            unweighted_loss, weights = self._unweighted_loss_and_weights(logits, label_ids, features)
-            return base_head.reduced_training_loss(
-                unweighted_loss, weights, self._loss_reduction, regularization_losses
-            )
 
     def predictions(self, logits: Any, keys: Sequence[str] | None = None) -> dict:
         """logits and probabilities float32 `[D0, ... DN, n_classes]`; class_ids int64 and classes strings

@@ -96,16 +96,8 @@ class MultiLabelHead(base_head.SingleHead):
         self._name = name
 
     @property
-    def name(self) -> str | None:
-        return self._name
-
-    @property
     def logits_dimension(self) -> int:
         return self._n_classes
-
-    @property
-    def loss_reduction(self) -> str:
-        return self._loss_reduction
 
     def _sparse_indicator(self, labels: tf.sparse.SparseTensor) -> tf.Tensor:
         """Multi-hot `[D0, ... DN, n_classes]` from a SparseTensor of class ids or vocabulary strings."""
@@ -151,25 +143,6 @@ class MultiLabelHead(base_head.SingleHead):
             unweighted_loss = tf.reduce_mean(per_class, axis=-1, keepdims=True)
         weights = base_head.get_weights_and_check_match_logits(features, self._weight_column, logits)
         return unweighted_loss, weights
-
-    def loss(
-        self,
-        labels: Any,
-        logits: Any,
-        features: Any = None,
-        mode: str | None = None,
-        regularization_losses: Sequence[Any] | None = None,
-    ) -> tf.Tensor:
-        """The class-averaged cross-entropy, weighted and reduced by `loss_reduction`, plus the regularization
-        losses."""
-        del mode  # the same loss in every mode
-        with tf.name_scope("losses"):
-            logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-            labels = self._processed_labels(logits, labels)
-            unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
-            return base_head.reduced_training_loss(
-                unweighted_loss, weights, self._loss_reduction, regularization_losses
-            )
 
     def predictions(self, logits: Any, keys: Sequence[str] | None = None) -> dict:
         """logits and probabilities (a sigmoid each) float32 `[D0, ... DN, n_classes]`; classes: every class

@@ -61,16 +61,8 @@ class RegressionHead(base_head.SingleHead):
         self._name = name
 
     @property
-    def name(self) -> str | None:
-        return self._name
-
-    @property
     def logits_dimension(self) -> int:
         return self._logits_dimension
-
-    @property
-    def loss_reduction(self) -> str:
-        return self._loss_reduction
 
     def _processed_labels(self, logits: tf.Tensor, labels: Any) -> tf.Tensor:
         labels = base_head.check_dense_labels_match_logits_and_reshape(labels, logits, self._logits_dimension)
@@ -89,24 +81,6 @@ class RegressionHead(base_head.SingleHead):
             features, self._weight_column, logits, allow_per_logit_weights=True
         )
         return unweighted_loss, weights
-
-    def loss(
-        self,
-        labels: Any,
-        logits: Any,
-        features: Any = None,
-        mode: str | None = None,
-        regularization_losses: Sequence[Any] | None = None,
-    ) -> tf.Tensor:
-        """The weighted loss reduced by `loss_reduction`, plus the regularization losses."""
-        del mode  # the same loss in every mode
-        with tf.name_scope("losses"):
-            logits = base_head.check_logits_final_dim(logits, self._logits_dimension)
-            labels = self._processed_labels(logits, labels)
-            unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
-            return base_head.reduced_training_loss(
-                unweighted_loss, weights, self._loss_reduction, regularization_losses
-            )
 
     def predictions(self, logits: Any, keys: Sequence[str] | None = None) -> dict:
         """predictions float32 `[D0, ... DN, label_dimension]` (the inverse link of the logits), and the logits
