@@ -29,27 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import lazy_loader
 
-from compat.estimator import canned, head
+from compat.estimator import canned, head, hooks
 
-_HOOKS = [
-    "CheckpointSaverHook",
-    "CheckpointSaverListener",
-    "FeedFnHook",
-    "FinalOpsHook",
-    "GlobalStepWaiterHook",
-    "LoggingTensorHook",
-    "NanLossDuringTrainingError",
-    "NanTensorHook",
-    "ProfilerHook",
-    "SecondOrStepTimer",
-    "SessionRunArgs",
-    "SessionRunContext",
-    "SessionRunHook",
-    "SessionRunValues",
-    "StepCounterHook",
-    "StopAtStepHook",
-    "SummarySaverHook",
-]
 # Where each public name lives ({module: names}), loaded on first use; the imports under TYPE_CHECKING below
 # say the same to type checkers and editors. tests/test_estimator_api.py checks that every name of TF 2.15's
 # tf.estimator resolves, and tests/test_architecture.py that the two tables agree.
@@ -58,7 +39,7 @@ _LAZY = {
     "estimator": ["Estimator"],
     "exporter": ["BestExporter", "Exporter", "FinalExporter", "LatestExporter"],
     "extenders": ["add_metrics"],
-    "hooks": _HOOKS,
+    "hooks": hooks.__all__,
     "keras_engine": ["model_to_estimator"],
     "keras_serving": ["export_keras_saved_model"],
     "model_fn": ["EstimatorSpec", "ModeKeys"],
@@ -66,7 +47,7 @@ _LAZY = {
     "to_keras": ["to_keras"],
     "training": ["EvalSpec", "TrainSpec", "train_and_evaluate"],
     "warm_starting": ["VocabInfo", "WarmStartSettings"],
-    # the canned estimators and heads by their packages' own tables (those packages load nothing yet)
+    # the canned estimators, heads and hooks by their packages' own tables (those packages load nothing yet)
     "canned": canned.__all__,
     "head": head.__all__,
 }
@@ -103,25 +84,7 @@ if TYPE_CHECKING:  # the names above, for type checkers and editors; at run time
         PoissonRegressionHead,
         RegressionHead,
     )
-    from compat.estimator.hooks import (
-        CheckpointSaverHook,
-        CheckpointSaverListener,
-        FeedFnHook,
-        FinalOpsHook,
-        GlobalStepWaiterHook,
-        LoggingTensorHook,
-        NanLossDuringTrainingError,
-        NanTensorHook,
-        ProfilerHook,
-        SecondOrStepTimer,
-        SessionRunArgs,
-        SessionRunContext,
-        SessionRunHook,
-        SessionRunValues,
-        StepCounterHook,
-        StopAtStepHook,
-        SummarySaverHook,
-    )
+    from compat.estimator.hooks import *  # noqa: F403  (TensorFlow's classes: Any to type checkers)
     from compat.estimator.keras_engine import model_to_estimator
     from compat.estimator.keras_serving import export_keras_saved_model
     from compat.estimator.model_fn import EstimatorSpec, ModeKeys

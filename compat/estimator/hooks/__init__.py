@@ -10,28 +10,10 @@ training after the current step. These are TensorFlow's classes, not copies.
 
 from __future__ import annotations
 
-import tensorflow as tf
+from typing import Any
 
-_train = tf.compat.v1.train
-
-SessionRunHook = _train.SessionRunHook
-SessionRunArgs = _train.SessionRunArgs
-SessionRunContext = _train.SessionRunContext
-SessionRunValues = _train.SessionRunValues
-CheckpointSaverHook = _train.CheckpointSaverHook
-CheckpointSaverListener = _train.CheckpointSaverListener
-FeedFnHook = _train.FeedFnHook
-FinalOpsHook = _train.FinalOpsHook
-GlobalStepWaiterHook = _train.GlobalStepWaiterHook
-LoggingTensorHook = _train.LoggingTensorHook
-NanLossDuringTrainingError = _train.NanLossDuringTrainingError
-NanTensorHook = _train.NanTensorHook
-ProfilerHook = _train.ProfilerHook
-SecondOrStepTimer = _train.SecondOrStepTimer
-StepCounterHook = _train.StepCounterHook
-StopAtStepHook = _train.StopAtStepHook
-SummarySaverHook = _train.SummarySaverHook
-
+# tf.estimator's hook names, all TensorFlow's (tf.compat.v1.train): declared here once; compat.estimator's
+# table takes them from here. Each is looked up when first used, so listing them loads no TensorFlow.
 __all__ = [
     "CheckpointSaverHook",
     "CheckpointSaverListener",
@@ -51,3 +33,18 @@ __all__ = [
     "StopAtStepHook",
     "SummarySaverHook",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """TensorFlow's class of that name, kept as an attribute of this package once looked up."""
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import tensorflow as tf
+
+    value = getattr(tf.compat.v1.train, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
