@@ -309,16 +309,23 @@ def _write_chunks(elements: tf.data.Dataset, folder: str) -> tf.data.Dataset:
     return elements.enumerate().map(write, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
-def read_chunks(folder: str, element_spec, seed: int | None = None) -> tf.data.Dataset:
+def read_chunks(
+    folder: str, element_spec, seed: int | None = None, before: Callable[[], None] | None = None
+) -> tf.data.Dataset:
     """The elements of the chunk files in `folder`, listed when the dataset is iterated.
 
     `seed=None` reads the chunks in order. With a seed, each iteration reads them in a new order: a cached
-    split comes back in a new order each epoch. Several files are read at once, in order.
+    split comes back in a new order each epoch. Several files are read at once, in order. `before()` is
+    called in Python at the start of each iteration, before the files are listed.
     """
     prefix = os.path.join(folder, _CHUNK_PREFIX)
 
     @_plain
     def indices(pattern: tf.Tensor) -> tf.data.Dataset:
+        if before is not None:
+            called = tf.py_function(lambda: before() or True, [], tf.bool)
+            with tf.control_dependencies([called]):
+                pattern = tf.identity(pattern)
         # Chunks are numbered from 0 without gaps; counted when iterated, not when built.
         return tf.data.Dataset.range(tf.size(tf.io.matching_files(pattern), out_type=tf.int64))
 
@@ -336,14 +343,17 @@ class CachedSplit:
     `first_pass` (a miss): the elements as they are decoded and written; read
     it once, to its end, before `replay`. `folder` holds the chunk files
     after that pass (or already, on a hit). `examples` is known on a hit.
+    `publish` (a miss read as training reads it): what the replay calls as it
+    starts, which publishes the entry the first pass wrote (once).
     """
 
     first_pass: tf.data.Dataset | None
     folder: str
     examples: int | None
+    publish: Callable[[], None] | None = None
 
     def replay(self, element_spec, seed: int | None = None) -> tf.data.Dataset:
-        return read_chunks(self.folder, element_spec, seed)
+        return read_chunks(self.folder, element_spec, seed, before=self.publish)
 
 
 def through_disk_cache(
@@ -381,11 +391,13 @@ def through_disk_cache(
         ) from error
     atexit.register(atomic.remove_own, temp)
     publish = _publisher(temp, final, key, split, describe)
-    written = _then_call(_write_chunks(build(), temp), publish).prefetch(tf.data.AUTOTUNE)
     if not complete_now:
         logging.info("Dataset cache miss (%s split): writing %s while reading", split, key)
-        return CachedSplit(written, temp, None)
+        # Published as the replay starts, the first pass being whole then: a stage of its own at the pass's end
+        # would cost its functions' set-up at the epoch boundary (tens of milliseconds, bench/stages.py).
+        return CachedSplit(_write_chunks(build(), temp).prefetch(tf.data.AUTOTUNE), temp, None, publish)
     logging.info("Dataset cache miss (%s split): writing %s now", split, key)
+    written = _then_call(_write_chunks(build(), temp), publish).prefetch(tf.data.AUTOTUNE)
     return _write_now(written, temp, final, key, cache_dir, split)
 
 
