@@ -162,7 +162,7 @@ _PART = "install"  # install()'s changes, in compat/core/patches.py's one list
 def install() -> None:
     """Makes `tf.estimator` this module, `tf.compat.v1.estimator` compat.estimator.v1 (TF 1.x's canned classes),
     `tf.keras.estimator.model_to_estimator` this module's,
-    `tf.keras.optimizers.legacy.<Name>` Keras 3's optimizers (see keras_legacy.py) and
+    `tf.keras.optimizers.legacy.<Name>` Keras 3's optimizers (see keras_engine/keras2_artefacts.py) and
     `tf.keras.layers.DenseFeatures` a Keras 3 layer over feature columns (see dense_features.py), and
     TF 2.15's module paths importable: `tensorflow_estimator.*`, `tensorflow.python.estimator.*` and
     `tensorflow.compat.v1.keras` (see legacy_modules.py).
@@ -183,7 +183,7 @@ def install() -> None:
     from compat.estimator import v1 as estimator_v1
     from compat.estimator.dense_features import DenseFeatures
     from compat.estimator.keras_engine import model_to_estimator
-    from compat.estimator.keras_engine.legacy import legacy_namespace
+    from compat.estimator.keras_engine.keras2_artefacts import legacy_namespace
 
     this = sys.modules[__name__]
     keras_estimator = types.SimpleNamespace(model_to_estimator=model_to_estimator)

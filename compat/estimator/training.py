@@ -55,7 +55,7 @@ def _checked_input_fn(input_fn: Callable) -> Callable:
 
 def _checked_hooks(hooks: Iterable | None) -> tuple:
     """SessionRunHooks, or Keras callbacks (which a model_to_estimator Estimator calls as hooks)."""
-    from compat.estimator.keras_engine.legacy import callback_classes
+    from compat.estimator.keras_engine.keras2_artefacts import callback_classes
 
     hooks = tuple(hooks or ())
     for hook in hooks:

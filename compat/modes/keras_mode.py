@@ -32,7 +32,7 @@ from compat.core import atomic, summaries
 from compat.core.checkpoints import restore_newest_readable
 from compat.modes import model_folder
 from compat.modes.callbacks import NanGuard, StopAtMaxSteps, TrainingClock
-from compat.modes.exports import KerasExports, copy_exports
+from compat.modes.keras_exports import KerasExports, copy_exports
 from compat.modes.run import Run
 
 

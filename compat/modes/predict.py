@@ -1,6 +1,6 @@
 """Classifying audio files with a run's export: `python train.py --mode=predict --model_dir=DIR FILE...`.
 
-The SavedModel's `classify_waveform` signature (compat/modes/exports.py) fits each clip and computes its
+The SavedModel's `classify_waveform` signature (compat/modes/keras_exports.py) fits each clip and computes its
 features in the graph, as training did; the files are read here with the training decoder
 (`compat.data.audio`: any format libsndfile reads, mixed to mono, resampled to the run's rate).
 """
@@ -18,7 +18,7 @@ import tensorflow as tf
 from compat.core.errors import UserError
 from compat.data import audio
 from compat.data.sources import is_audio_file
-from compat.modes.exports import CLASSIFIER_INFO
+from compat.modes.keras_exports import CLASSIFIER_INFO
 from compat.modes.model_folder import SAVED_MODEL
 
 

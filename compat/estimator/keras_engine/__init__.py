@@ -18,13 +18,13 @@ the global step and the loss (session_hooks.py).
 
 The package: `core.py` (state: model copies, counters, checkpoints, features), `loop.py` (training
 and its observers), `evaluation.py`, `engine.py` (`KerasEstimator` and `model_to_estimator`),
-`recipe.py` (the model as plain values its copies are built from), `checkpoint.py`, `keras2_optimizers.py`
-(Keras 2's optimizers as TF 2.15 ran them), `export.py`, `legacy.py` and `session_hooks.py`.
+`model_recipe.py` (the model as plain values its copies are built from), `checkpoint.py`, `keras2_optimizers.py`
+(Keras 2's optimizers as TF 2.15 ran them), `saved_model_export.py`, `keras2_artefacts.py` and `session_hooks.py`.
 """
 
 from __future__ import annotations
 
 from compat.estimator.keras_engine.engine import KerasEstimator, model_to_estimator
-from compat.estimator.keras_engine.inputs import FormattedKeyError, split_hooks
+from compat.estimator.keras_engine.input_reading import FormattedKeyError, split_hooks
 
 __all__ = ["FormattedKeyError", "KerasEstimator", "model_to_estimator", "split_hooks"]

@@ -22,8 +22,8 @@ from compat.estimator.input_fns import (
     split_features_labels,
 )
 from compat.estimator.keras_engine import checkpoint as keras_checkpoint
-from compat.estimator.keras_engine import legacy as keras_legacy
-from compat.estimator.keras_engine.inputs import (
+from compat.estimator.keras_engine import keras2_artefacts as keras_legacy
+from compat.estimator.keras_engine.input_reading import (
     FEATURES_AND_WEIGHTS,
     check_covers,
     feature_key,

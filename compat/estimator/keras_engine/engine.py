@@ -26,12 +26,12 @@ from compat.estimator.input_fns import (
     call_input_fn,
     split_features_labels,
 )
-from compat.estimator.keras_engine import export as keras_export
-from compat.estimator.keras_engine import legacy as keras_legacy
+from compat.estimator.keras_engine import keras2_artefacts as keras_legacy
+from compat.estimator.keras_engine import saved_model_export as keras_export
 from compat.estimator.keras_engine.evaluation import Evaluation
-from compat.estimator.keras_engine.inputs import split_hooks
+from compat.estimator.keras_engine.input_reading import split_hooks
 from compat.estimator.keras_engine.loop import Training
-from compat.estimator.keras_engine.recipe import (
+from compat.estimator.keras_engine.model_recipe import (
     ModelRecipe,
     compiled_model,
     coordinating_strategy,

@@ -24,7 +24,7 @@ from compat.estimator.input_fns import (
     with_input_options,
 )
 from compat.estimator.keras_engine.core import KerasEngine
-from compat.estimator.keras_engine.inputs import split_hooks
+from compat.estimator.keras_engine.input_reading import split_hooks
 from compat.estimator.keras_engine.session_hooks import HookRunner
 from compat.estimator.model_fn import ModeKeys
 from compat.estimator.run_config import TaskType

@@ -9,7 +9,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from compat.estimator.keras_engine.legacy import callback_classes
+from compat.estimator.keras_engine.keras2_artefacts import callback_classes
 
 FEATURES_AND_WEIGHTS = {"features", "sample_weights"}
 

@@ -15,8 +15,8 @@ import keras
 import tensorflow as tf
 
 from compat.core import strategies
+from compat.estimator.keras_engine import keras2_artefacts as keras_legacy
 from compat.estimator.keras_engine import keras2_optimizers
-from compat.estimator.keras_engine import legacy as keras_legacy
 from compat.estimator.run_config import RunConfig, TaskType
 
 
