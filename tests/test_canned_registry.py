@@ -3,7 +3,7 @@
 A copy of the package (this project's own code) gets a fake canned module and the one registry line; a
 program then reaches the new class by every name a canned class has: tf.estimator's (compat.estimator,
 its canned package, TYPE_CHECKING aside), tf.compat.v1.estimator's (its TF 1.x twin), after install(),
-and trains and converts it with to_keras.
+and trains and converts it with to_keras; the migration check knows the name.
 """
 
 from __future__ import annotations
@@ -76,3 +76,9 @@ def test_a_canned_estimator_is_added_by_its_module_and_one_registry_entry(tmp_pa
                             cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": str(copy)})
     assert result.returncode == 0, result.stderr[-3000:]
     assert "every name, trained and converted" in result.stdout
+    legacy = tmp_path / "legacy.py"
+    legacy.write_text("import tensorflow as tf\nmodel = tf.estimator.FakeClassifier([4], [])\n")
+    check = subprocess.run([sys.executable, "-m", "compat.estimator.check", str(legacy)], capture_output=True,
+                           text=True, timeout=300, cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": str(copy)})
+    line = next(line for line in check.stdout.splitlines() if "tf.estimator.FakeClassifier" in line)
+    assert "unknown" not in line and "refused" not in line, check.stdout

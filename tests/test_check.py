@@ -364,6 +364,17 @@ def test_a_namespace_bound_to_a_name_is_what_it_is_not_unknown():
     assert (5, "tf.layers", compatibility.SAME) not in found
 
 
+def test_this_toolkits_own_names_are_not_unknown():
+    """A program part-way through its migration uses the names this toolkit adds (tf.estimator.to_keras after
+    install()): they run here, so the check says so, not "no such name here"; a typo stays unknown."""
+    source = ("import tensorflow as tf\nk = tf.estimator.to_keras\ns = tf.estimator.export_keras_saved_model\n"
+              "t = tf.estimator.to_kerass\n")
+    found = [(use.line, use.status, use.note) for use in check.check_source(source)]
+    assert [(line, status) for line, status, _ in found] == [
+        (2, compatibility.DIFFERS), (3, compatibility.DIFFERS), (4, compatibility.UNKNOWN)]
+    assert "own name" in found[0][2]
+
+
 def test_dimension_value_is_reported_and_fix_makes_the_code_run(tmp_path):
     """TF 1.x's `shape[i].value` fails on TF 2's int dimensions: the check refuses it, and `--fix` rewrites each
     (several on a line, through `get_shape()` and `.dims`) to tf.compat.v1.dimension_value, after which it runs."""

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Iterator
 
 from compat.core import tf_namespaces
 from compat.estimator import compatibility, legacy_modules, notebook, upgrade
+from compat.estimator.canned import recipe as canned_recipe
 
 # What counts as the Estimator surface: uses below these names are reported (dotted below `tf.`).
 SURFACE = (
@@ -231,7 +232,27 @@ def _estimator_name_verdict(name: str) -> compatibility.Entry | None:
             f"a TF 1.x name, not in TF 2.15's {old.rsplit('.', 1)[0]} (TF 2.15 raised AttributeError; it had "
             f"{new}): use {new} (--fix rewrites it)",
         )
+    if _added_here(name):
+        return compatibility.Entry(
+            compatibility.DIFFERS, "this toolkit's own name, not TF 2.15's: it runs after compat.estimator.install()"
+        )
     return compatibility.Entry(compatibility.UNKNOWN, "no such name in this namespace, here or in TF 2.15")
+
+
+def _added_here(name: str) -> bool:
+    """Whether `name` is a public name this package adds to tf.estimator (`to_keras`, a canned class registered
+    in `canned.CANNED`) or to tf.compat.v1.estimator (a registered canned class's TF 1.x twin), read from the
+    package's lazy tables, without TensorFlow."""
+    import compat.estimator as package
+    from compat.estimator import canned
+
+    for namespace, names in (
+        ("tf.estimator.", set(package.__all__) - {"install", "uninstall"}),
+        ("tf.compat.v1.estimator.", set(canned.V1_CLASSES)),
+    ):
+        if name.startswith(namespace):
+            return name[len(namespace) :].split(".")[0] in names
+    return False
 
 
 def _contrib_layers_verdict(name: str) -> compatibility.Entry | None:
@@ -682,10 +703,9 @@ def _verdict(counts: dict[str, int]) -> str:
 # Estimators whose trained models to_keras can make native Keras models (over the columns
 # docs/migration.md lists), TF2's and tf.compat.v1's classes; any other Estimator converts through its export.
 _NATIVE = {
-    f"tf.{namespace}estimator.{model}{head}": f"{model}{head}"
+    f"tf.{namespace}estimator.{name}": name
     for namespace in ("", "compat.v1.")
-    for model in ("DNN", "Linear", "DNNLinearCombined", "Baseline")
-    for head in ("Classifier", "Regressor")
+    for name in canned_recipe.native_classes()
 }
 _NATIVE["tf.keras.estimator.model_to_estimator"] = "model_to_estimator"
 

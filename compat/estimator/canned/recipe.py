@@ -11,6 +11,19 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from compat.estimator.canned import CANNED
+
+# The canned modules whose classifiers and regressors convert to native Keras layers (keras_canned.py builds
+# each network); the check (check.py) says which of a program's Estimators convert from this.
+NETWORKS = ("baseline", "dnn", "dnn_linear_combined", "linear")
+
+
+def native_classes() -> list[str]:
+    """tf.estimator's canned classes that `to_keras` makes native Keras models of (their tf.compat.v1 twins too):
+    the classifiers and regressors of `NETWORKS`' modules; an *Estimator class takes any head, which has none."""
+    return [name for module in NETWORKS for name in CANNED[module] if not name.endswith("Estimator")]
+
+
 # The canned classes' constructor arguments (TF 2.15's names) and the recipe field each fills.
 _FIELDS = {
     "n_classes": "n_classes",
@@ -69,6 +82,8 @@ class CannedRecipe:
           network: "dnn", "linear", "dnn_linear_combined" or "baseline" (the module the class lives in):
             what `feature_columns` feed, and whether the model is a Baseline's bias alone.
         """
+        if network not in NETWORKS:
+            raise ValueError(f"network must be one of {NETWORKS}, not {network!r}")
         settings: dict[str, Any] = {"baseline": network == "baseline"}
         for argument, value in arguments.items():
             field = _FIELDS.get(argument)
