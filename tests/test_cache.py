@@ -155,6 +155,26 @@ def test_scripts_written_before_0_2_find_the_cache_under_its_old_name():
         old_name.no_such_name  # noqa: B018
 
 
+def test_a_training_entry_removed_during_the_run_is_not_published_again(tmp_path):
+    """A training entry is published as its first replay starts; each later epoch's start must not publish it
+    again from the run's temporary files once it is removed (by `remove`, or discarded as damaged): those
+    are hard links to the removed files, damage included."""
+    root = write_class_folders(tmp_path / "data", per_class=10)
+    cache_dir = str(tmp_path / "cache")
+    config = data.PipelineConfig(cache_dir=cache_dir, batch_size=4, deterministic=True)
+    examples = len(list_split(DataSource.parse(root), "train", cache_dir, config.eval_fraction,
+                              config.test_fraction))
+    batches = iter(data.build_dataset(root, config, "train"))
+    per_epoch = -(-examples // 4)
+    for _ in range(per_epoch + 1):  # into the first replay: published
+        next(batches)
+    (entry,) = cache.list_entries(cache_dir)
+    cache.remove_entries(cache_dir, keys=[entry.key])
+    for _ in range(2 * per_epoch):  # two more epochs' starts
+        next(batches)
+    assert cache.list_entries(cache_dir) == []
+
+
 @pytest.mark.parametrize("damage", ["flip a byte", "truncate", "delete"])
 def test_a_damaged_entry_is_found_before_its_data_is_read_and_rebuilt(tmp_path, caplog, damage):
     root = write_class_folders(tmp_path / "data", per_class=10)

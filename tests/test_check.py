@@ -368,10 +368,10 @@ def test_this_toolkits_own_names_are_not_unknown():
     """A program part-way through its migration uses the names this toolkit adds (tf.estimator.to_keras after
     install()): they run here, so the check says so, not "no such name here"; a typo stays unknown."""
     source = ("import tensorflow as tf\nk = tf.estimator.to_keras\ns = tf.estimator.export_keras_saved_model\n"
-              "t = tf.estimator.to_kerass\n")
+              "t = tf.estimator.to_kerass\nu = tf.estimator.experimental.no_such_hook\n")
     found = [(use.line, use.status, use.note) for use in check.check_source(source)]
     assert [(line, status) for line, status, _ in found] == [
-        (2, compatibility.DIFFERS), (3, compatibility.DIFFERS), (4, compatibility.UNKNOWN)]
+        (2, compatibility.DIFFERS), (3, compatibility.DIFFERS), (4, compatibility.UNKNOWN), (5, compatibility.UNKNOWN)]
     assert "own name" in found[0][2]
 
 

@@ -423,12 +423,17 @@ def _usable_entry(final: str) -> bool:
 
 
 def _publisher(temp: str, final: str, key: str, split: str, describe: Callable[[], dict]) -> Callable[[], None]:
-    """What runs when the first pass ends: publish `temp` as `final` if every element was written whole."""
+    """What runs when the first pass ends: publish `temp` as `final` if every element was written whole. It
+    acts once: a training entry's replay calls it at each epoch's start, and an entry removed since (by the
+    user, or discarded as damaged) must not come back from the temporary files it was linked from."""
     started = time.monotonic()
+    attempted = False
 
     def publish_once() -> None:
-        if os.path.isdir(final):
+        nonlocal attempted
+        if attempted or os.path.isdir(final):
             return
+        attempted = True
         meta = {
             "format": FORMAT_VERSION,
             "created": time.time(),

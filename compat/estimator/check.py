@@ -251,7 +251,7 @@ def _added_here(name: str) -> bool:
         ("tf.compat.v1.estimator.", set(canned.V1_CLASSES)),
     ):
         if name.startswith(namespace):
-            return name[len(namespace) :].split(".")[0] in names
+            return name[len(namespace) :] in names  # a name itself: what lies below one is not vouched for here
     return False
 
 

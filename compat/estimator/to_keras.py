@@ -11,13 +11,13 @@ What each kind of Estimator becomes, with the weights of its newest checkpoint (
   architecture, e.g. the function that built it) with the folder, TF 2.15's folders included.
 - The canned DNN, Linear, DNNLinearCombined and Baseline classifiers and regressors (TF2's and
   tf.compat.v1's) over the feature columns `keras_columns` converts: a native Keras 3 model built by
-  `keras_canned.CannedRecipe` (one `Input` per feature key, Keras preprocessing and Dense layers holding
-  the checkpoint's weights, the head's outputs as a dict). No TensorFlow graph code is inside: it saves
-  as `.keras`, loads with `keras.saving.load_model` (after importing this module, which registers its
-  classes: keras_twin), and trains on with `fit` (compile it first); `portable=True` cuts it in two, the
-  core for any Keras backend. The
-  string `classes` outputs are left out (Keras models compute numbers); `class_ids` index the label
-  vocabulary, and `export_keras_saved_model` (keras_serving.py) puts the strings back in an export.
+  `keras_canned.NativeTwin` from the class's `CannedRecipe` (one `Input` per feature key, Keras
+  preprocessing and Dense layers holding the checkpoint's weights, the head's outputs as a dict). No
+  TensorFlow graph code is inside: it saves as `.keras`, loads with `keras.saving.load_model` (after
+  importing this module, which registers its classes: keras_twin), and trains on with `fit` (compile it
+  first); `portable=True` cuts it in two, the core for any Keras backend. The string `classes` outputs
+  are left out (Keras models compute numbers); `class_ids` index the label vocabulary, and
+  `export_keras_saved_model` (keras_serving.py) puts the strings back in an export.
 - Any other Estimator (a custom model_fn, other canned Estimators, other feature columns): its
   SavedModel export, written with `serving_input_receiver_fn`, wrapped in `keras.layers.TFSMLayer`:
   inference with the export's serving signature (the same input and output keys and dtypes, so serving

@@ -116,7 +116,7 @@ class KerasEstimator(Training, Evaluation):
     ) -> bytes:
         """Writes `<export_dir_base>/<timestamp>` (built under a temporary name); returns that path.
 
-        The SavedModel takes what the receiver describes (see export.py);
+        The SavedModel takes what the receiver describes (see saved_model_export.py);
         with no receiver, the model's own inputs.
         """
         self._restore(checkpoint_path)
