@@ -6,6 +6,7 @@ model_to_estimator Estimator, and what it reads of the features. Training (loop.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -32,6 +33,50 @@ from compat.estimator.keras_engine.input_reading import (
 from compat.estimator.run_config import RunConfig, TaskType
 
 
+@dataclasses.dataclass
+class EngineState:
+    """What the Keras engine's parts share, made once by `KerasEngine.__init__`: training (loop.py),
+    evaluation (evaluation.py) and export (engine.py) read and update it here, and nowhere else.
+
+    Attributes:
+      strategy: what training runs under (None: one device).
+      coordinator: a ParameterServerStrategy's ClusterCoordinator (this process is its chief), else None.
+      keras_model: the model training steps (the strategy's copy).
+      model: what evaluation, prediction and export read: `keras_model`, or a copy of its own when the
+        strategy spans workers (a multi-worker copy's metrics are summed across workers at every read, which
+        needs every worker evaluating too; TF 2.15 evaluated without the training strategy as well).
+      metric_names_map, export_outputs: model_to_estimator's arguments.
+      custom_objects: what copies of the model are built with.
+      keras2_architecture: the Keras 2 model it was made from (trained as a Keras 3 copy), which `to_keras`
+        gives back; None for a Keras 3 model.
+      global_step, last_loss, examples: the step counter, the last step's loss and the examples trained on
+        (all replicas), variables on the ps tasks under a ParameterServerStrategy.
+      manager: the model folder's checkpoints.
+      restored_from: id(model) -> the checkpoint it holds ("" for the starting weights).
+      train_loop, evaluation_loop: the compiled loops, traced at their first use.
+      metrics_built: id(model)s whose metrics are built.
+      writers: summary writers by folder.
+    """
+
+    strategy: tf.distribute.Strategy | None
+    coordinator: Any
+    keras_model: keras.Model
+    model: keras.Model
+    metric_names_map: dict
+    export_outputs: dict
+    custom_objects: dict
+    keras2_architecture: keras_legacy.Keras2Architecture | None
+    global_step: tf.Variable
+    last_loss: tf.Variable
+    examples: tf.Variable
+    manager: tf.train.CheckpointManager
+    restored_from: dict[int, str] = dataclasses.field(default_factory=dict)
+    train_loop: Callable | None = None
+    evaluation_loop: Callable | None = None
+    metrics_built: set[int] = dataclasses.field(default_factory=set)
+    writers: dict[str, tf.summary.SummaryWriter] = dataclasses.field(default_factory=dict)
+
+
 class KerasEngine(EstimatorBase):
     """A tf.estimator.Estimator backed by a compiled Keras model; made by `model_to_estimator`.
 
@@ -51,29 +96,18 @@ class KerasEngine(EstimatorBase):
         keras2_architecture: keras_legacy.Keras2Architecture | None = None,
     ):
         self._init_base(model_dir, config, params=None)
-        self._custom_objects = dict(custom_objects or {})  # what copies of the model are built with
-        # the Keras 2 model it was made from (trained as a Keras 3 copy), which `to_keras` gives back
-        self._keras2_architecture = keras2_architecture
         # `strategy`: one RunConfig does not carry, as TF 2.15's refused ParameterServerStrategy there.
-        self._strategy = strategy or self._config.train_distribute
+        strategy = strategy or self._config.train_distribute
         # Under a ParameterServerStrategy this process coordinates: the steps run on the workers, sent
         # there as closures, and the variables (the step counters too) live on the ps tasks.
-        parameter_server = strategies.is_parameter_server(self._strategy)
-        self._coordinator = (
-            tf.distribute.experimental.coordinator.ClusterCoordinator(self._strategy) if parameter_server else None
-        )
-        # Training steps the strategy's copy. Evaluation, prediction and export read a copy of its
-        # own when the strategy spans workers: the metrics of a multi-worker copy are summed
-        # across the workers at every read, which needs every worker alive and evaluating too
-        # (TF 2.15 evaluated without the training strategy as well).
-        self._keras_model = keras_model
-        self._model = evaluation_model or keras_model
-        self._metric_names_map = dict(metric_names_map or {})
-        self._export_outputs = dict(export_outputs or {})
-        with self._strategy.scope() if parameter_server else contextlib.nullcontext():
-            self._global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-            self._last_loss = tf.Variable(float("nan"), trainable=False, name="last_loss")
-            self._examples = tf.Variable(0, dtype=tf.int64, trainable=False, name="examples")  # all replicas
+        parameter_server = strategies.is_parameter_server(strategy)
+        coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy) if parameter_server else None
+        with strategy.scope() if parameter_server else contextlib.nullcontext():
+            counters = [
+                tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step"),
+                tf.Variable(float("nan"), trainable=False, name="last_loss"),
+                tf.Variable(0, dtype=tf.int64, trainable=False, name="examples"),  # all replicas
+            ]
         # The chief writes the model folder; another worker of a cluster saves where TF 2.15 put it,
         # <model_dir>/tmp_worker_<i>, since saving takes part in its replicas' synchronisation.
         # (an evaluator's RunConfig says is_chief under a strategy, as TF 2.15's did; it writes no checkpoint)
@@ -81,25 +115,33 @@ class KerasEngine(EstimatorBase):
         checkpoint_dir = (
             self.model_dir if writes else os.path.join(self.model_dir, f"tmp_worker_{self._config.task_id}")
         )
-        self._manager = tf.train.CheckpointManager(
-            keras_checkpoint.checkpoint_root(self._keras_model, self._global_step),
-            checkpoint_dir,
-            max_to_keep=self._config.keep_checkpoint_max if writes else 1,
-            keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours,
-            checkpoint_name="model.ckpt",
+        self._state = EngineState(
+            strategy=strategy,
+            coordinator=coordinator,
+            keras_model=keras_model,
+            model=evaluation_model or keras_model,
+            metric_names_map=dict(metric_names_map or {}),
+            export_outputs=dict(export_outputs or {}),
+            custom_objects=dict(custom_objects or {}),
+            keras2_architecture=keras2_architecture,
+            global_step=counters[0],
+            last_loss=counters[1],
+            examples=counters[2],
+            manager=tf.train.CheckpointManager(
+                keras_checkpoint.checkpoint_root(keras_model, counters[0]),
+                checkpoint_dir,
+                max_to_keep=self._config.keep_checkpoint_max if writes else 1,
+                keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours,
+                checkpoint_name="model.ckpt",
+            ),
         )
-        self._restored_from: dict[int, str] = {}  # id(model) -> the checkpoint it holds
-        self._evaluation_loop: Callable | None = None  # traced at the first evaluation
-        self._train_loop: Callable | None = None
-        self._metrics_built: set[int] = set()  # id(model)s
-        self._writers: dict[str, tf.summary.SummaryWriter] = {}
         if self.latest_checkpoint() is None and writes:
             self._write_warm_start()
 
     @property
     def strategy(self) -> tf.distribute.Strategy | None:
         """The strategy training runs under (a ParameterServerStrategy's chief coordinates the workers)."""
-        return self._strategy
+        return self._state.strategy
 
     @property
     def model_fn(self) -> Callable:
@@ -114,8 +156,8 @@ class KerasEngine(EstimatorBase):
     @property
     def output_names(self) -> list[str]:
         """A Keras model's outputs are named after their last layers (a Sequential model's, after its last)."""
-        names = getattr(self._model, "output_names", None)  # Keras 3's Sequential model has none
-        return list(names) if names else [self._model.layers[-1].name]
+        names = getattr(self._state.model, "output_names", None)  # Keras 3's Sequential model has none
+        return list(names) if names else [self._state.model.layers[-1].name]
 
     # -- state --------------------------------------------------------------
     def _write_warm_start(self) -> None:
@@ -127,36 +169,38 @@ class KerasEngine(EstimatorBase):
         keras_dir = os.path.join(self.model_dir, "keras")
         tf.io.gfile.makedirs(keras_dir)
         keras_checkpoint.write_weights(
-            self._keras_model, self._global_step, os.path.join(keras_dir, "keras_model.ckpt")
+            self._state.keras_model, self._state.global_step, os.path.join(keras_dir, "keras_model.ckpt")
         )
 
     def _restore(self, checkpoint_path: str | None = None, model: keras.Model | None = None) -> int:
         """Loads `checkpoint_path` (default: the latest) into `model` (default: the evaluation copy);
         returns its step."""
-        model = model or self._model
+        model = model or self._state.model
         path = checkpoint_path or self.latest_checkpoint()
         if path is None:
-            if model is not self._keras_model and self._restored_from.get(id(model)) is None:
-                model.set_weights(self._keras_model.get_weights())  # the starting weights
-                self._restored_from[id(model)] = ""
-            return int(self._global_step.numpy())
-        if path != self._restored_from.get(id(model)):
+            if model is not self._state.keras_model and self._state.restored_from.get(id(model)) is None:
+                model.set_weights(self._state.keras_model.get_weights())  # the starting weights
+                self._state.restored_from[id(model)] = ""
+            return int(self._state.global_step.numpy())
+        if path != self._state.restored_from.get(id(model)):
             # The newest checkpoint may be unreadable (truncated, a shard missing): fall back past it.
             state = tf.train.get_checkpoint_state(self.model_dir)  # the chief's, on every task
             saved = list(reversed(state.all_model_checkpoint_paths)) if state else []
             candidates = saved if saved and path == saved[0] else [path]
-            path = restore_newest_readable(candidates, lambda p: keras_checkpoint.restore(model, self._global_step, p))
+            path = restore_newest_readable(
+                candidates, lambda p: keras_checkpoint.restore(model, self._state.global_step, p)
+            )
             assert path is not None  # candidates is never empty
-            self._restored_from[id(model)] = path
-        return int(self._global_step.numpy())
+            self._state.restored_from[id(model)] = path
+        return int(self._state.global_step.numpy())
 
     def _save(self, listeners: Sequence) -> bool:
         """Writes model.ckpt-<step>; returns True if a listener asks training to stop."""
-        step = int(self._global_step.numpy())
+        step = int(self._state.global_step.numpy())
         for listener in listeners:
             listener.before_save(None, step)
-        path = self._manager.save(checkpoint_number=step)
-        self._restored_from[id(self._keras_model)] = path
+        path = self._state.manager.save(checkpoint_number=step)
+        self._state.restored_from[id(self._state.keras_model)] = path
         tf.compat.v1.logging.info("Saving checkpoints for %d into %s.", step, path)
         # Every listener hears every save, even after one of them asked to stop.
         stops = [bool(listener.after_save(None, step)) for listener in listeners]
@@ -164,19 +208,19 @@ class KerasEngine(EstimatorBase):
 
     def _writer(self, folder: str) -> tf.summary.SummaryWriter:
         """One summary writer (one events file) per folder for this Estimator, as TF 2.15's writer cache."""
-        if folder not in self._writers:
-            self._writers[folder] = tf.summary.create_file_writer(folder)
-        return self._writers[folder]
+        if folder not in self._state.writers:
+            self._state.writers[folder] = tf.summary.create_file_writer(folder)
+        return self._state.writers[folder]
 
     # -- features --------------------------------------------------------------
     def model_inputs(self, features: Any) -> Any:
         """The model's inputs, matched by name; extra feature keys are ignored, as tf.estimator did."""
         if not isinstance(features, dict):
             return features
-        names = [tensor.name for tensor in self._model.inputs]
-        keys = [feature_key(self._model, name, features) for name in names]
+        names = [tensor.name for tensor in self._state.model.inputs]
+        keys = [feature_key(self._state.model, name, features) for name in names]
         check_covers(features, keys, "features", "input")
-        if len(names) == 1 and not isinstance(input_structure(self._model), dict):
+        if len(names) == 1 and not isinstance(input_structure(self._state.model), dict):
             return features[keys[0]]  # the model takes one tensor, not a dict
         return {name: features[key] for name, key in zip(names, keys)}
 
@@ -201,16 +245,16 @@ class KerasEngine(EstimatorBase):
         Keras builds metrics at their first update; inside a tf.function that
         creates variables, which makes TensorFlow trace the function twice.
         """
-        model = model or self._model
+        model = model or self._state.model
         features, labels = split_features_labels(element_spec)
         self._inputs_and_weights(features)  # a missing input or output key is named before any tracing
         self.model_targets(labels)
-        if id(model) in self._metrics_built:
+        if id(model) in self._state.metrics_built:
             return
-        distributed = self._strategy is not None and model is self._keras_model
-        with self._strategy.scope() if distributed else contextlib.nullcontext():
+        strategy = self._state.strategy if model is self._state.keras_model else None
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
             self._build_metrics_now(element_spec, model)
-        self._metrics_built.add(id(model))
+        self._state.metrics_built.add(id(model))
 
     def _build_metrics_now(self, element_spec, model: keras.Model) -> None:
         features, labels = split_features_labels(element_spec)

@@ -54,13 +54,13 @@ class KerasEstimator(Training, Evaluation):
         the newest checkpoint): the model this Estimator trained, for Keras from here on (`to_keras`). A Keras 2
         model where the Estimator was made from one (or `keras_2=True`), else a Keras 3 one."""
         self._restore(checkpoint_path)
-        architecture = self._keras2_architecture
+        architecture = self._state.keras2_architecture
         if keras_2 and architecture is None:
             raise ValueError("keras_2=True: this Estimator was made from a Keras 3 model, which has no Keras 2 twin")
         if architecture is not None and keras_2 is not False:
-            return architecture.build(self._model.get_weights(), self._custom_objects)
-        with keras.saving.custom_object_scope(self._custom_objects):
-            return ModelRecipe.of(self._model).build(contextlib.nullcontext())
+            return architecture.build(self._state.model.get_weights(), self._state.custom_objects)
+        with keras.saving.custom_object_scope(self._state.custom_objects):
+            return ModelRecipe.of(self._state.model).build(contextlib.nullcontext())
 
     def predict(
         self,
@@ -88,14 +88,14 @@ class KerasEstimator(Training, Evaluation):
         kept = list(extract_keys(dict.fromkeys(names), predict_keys))  # refuses keys that name no output
         dataset = call_input_fn(input_fn, ModeKeys.PREDICT, self._config, self._params)
         for callback in callbacks:
-            callback.set_model(self._model)
+            callback.set_model(self._state.model)
             callback.on_predict_begin()
         for batch, element in enumerate(dataset):
             for callback in callbacks:
                 callback.on_predict_batch_begin(batch)
             features, _ = split_features_labels(element)
             inputs, _ = self._inputs_and_weights(features)
-            outputs = dict(zip(names, tf.nest.flatten(self._model(inputs, training=False))))
+            outputs = dict(zip(names, tf.nest.flatten(self._state.model(inputs, training=False))))
             outputs = {key: np.asarray(outputs[key]) for key in kept}
             for callback in callbacks:
                 callback.on_predict_batch_end(batch, {"outputs": outputs})
@@ -124,12 +124,12 @@ class KerasEstimator(Training, Evaluation):
 
         def build(folder: str) -> None:
             keras_export.save_with_receiver(
-                self._model,
+                self._state.model,
                 folder,
                 serving_input_receiver_fn,
                 self.model_inputs,
                 self.output_names,
-                self._export_outputs,
+                self._state.export_outputs,
             )
             export_lib.write_assets_extra(folder, assets_extra)
             if as_text:

@@ -70,7 +70,7 @@ class Evaluation(KerasEngine):
                 results = self._evaluate_batches(dataset)
         finally:
             self._input_cache.publish()
-        renames = self._metric_names_map
+        renames = self._state.metric_names_map
         metrics: dict[str, Any] = {renames.get(key, key): np.float32(value) for key, value in results.items()}
         metrics["global_step"] = np.int64(step)
         # the graph engine's writer: the same events as TF 2.15's (simple values, checkpoint_path)
@@ -83,7 +83,9 @@ class Evaluation(KerasEngine):
         """The compiled metrics' results and `loss`; per-output losses left out, as TF 2.15."""
         per_output_losses = {f"{output}_loss" for output in self.output_names}
         results = {
-            key: float(value) for key, value in self._model.get_metrics_result().items() if key not in per_output_losses
+            key: float(value)
+            for key, value in self._state.model.get_metrics_result().items()
+            if key not in per_output_losses
         }
         return {**results, "loss": loss}
 
@@ -95,16 +97,16 @@ class Evaluation(KerasEngine):
         `compute_loss`, while `compute_metrics` accumulates the compiled metrics.
         One compiled loop over the whole dataset: no host sync per batch.
         """
-        self._model.reset_metrics()
-        if self._evaluation_loop is None:  # traced once per Estimator, its shapes relaxed as inputs vary
-            self._evaluation_loop = tf.function(self._evaluate_all, reduce_retracing=True)
-        total, batches = (value.numpy() for value in self._evaluation_loop(dataset))
+        self._state.model.reset_metrics()
+        if self._state.evaluation_loop is None:  # traced once per Estimator, its shapes relaxed as inputs vary
+            self._state.evaluation_loop = tf.function(self._evaluate_all, reduce_retracing=True)
+        total, batches = (value.numpy() for value in self._state.evaluation_loop(dataset))
         if batches == 0:
             raise ValueError("the evaluation input_fn gave no batches")
         return self._metric_results(float(total / batches))
 
     def _evaluate_one_batch(self, element) -> tf.Tensor:
-        model = self._model
+        model = self._state.model
         features, labels = split_features_labels(element)
         inputs, weights = self._inputs_and_weights(features)
         labels = self.model_targets(labels)
@@ -127,9 +129,9 @@ class Evaluation(KerasEngine):
         """Evaluation batch by batch, calling Keras callbacks' test methods and SessionRunHooks."""
         one_batch = tf.function(self._evaluate_one_batch, reduce_retracing=True)
         runner = HookRunner(session_hooks, training=False) if session_hooks else None
-        self._model.reset_metrics()
+        self._state.model.reset_metrics()
         for callback in callbacks:
-            callback.set_model(self._model)
+            callback.set_model(self._state.model)
             callback.on_test_begin()
         if runner is not None:
             runner.after_create_session(step)

@@ -50,7 +50,7 @@ class Training(KerasEngine):
         callbacks, session_hooks = split_hooks(hooks)
         if self._config.tf_random_seed is not None:
             tf.random.set_seed(self._config.tf_random_seed)  # as TF 2.15's graph seed; Python and NumPy untouched
-        start = self._restore(model=self._keras_model)
+        start = self._restore(model=self._state.keras_model)
         if max_steps is not None and start >= max_steps:
             tf.compat.v1.logging.info("Skipping training since max_steps has already saved.")
             return self
@@ -67,10 +67,10 @@ class Training(KerasEngine):
             tf.errors.AbortedError,
             tf.errors.CancelledError,
         ) as error:
-            if not (strategies.is_multi_worker(self._strategy) or self._coordinator is not None):
+            if not (strategies.is_multi_worker(self._state.strategy) or self._state.coordinator is not None):
                 raise
             try:
-                stopped = f"training stopped after step {int(self._global_step.numpy())}"
+                stopped = f"training stopped after step {int(self._state.global_step.numpy())}"
             except tf.errors.OpError:  # the step lives on the lost ps task
                 stopped = "training stopped"
             raise RuntimeError(
@@ -88,16 +88,16 @@ class Training(KerasEngine):
         def dataset(input_context=None) -> tf.data.Dataset:
             made = call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params, input_context=input_context)
             made = with_input_options(self._input_cache.wrap(made, input_fn_name(input_fn), ModeKeys.TRAIN))
-            self._build_metrics(made.element_spec, self._keras_model)
+            self._build_metrics(made.element_spec, self._state.keras_model)
             return made
 
-        if self._strategy is None:
+        if self._state.strategy is None:
             return iter(strategies.prefetch_to_accelerator(dataset()))
-        if self._coordinator is not None:
+        if self._state.coordinator is not None:
             return self._per_worker_batches(input_fn)
         if "input_context" in input_fn_kwargs(input_fn, input_context=None):  # it shards and sizes its batch
-            return iter(self._strategy.distribute_datasets_from_function(dataset))
-        return iter(self._strategy.experimental_distribute_dataset(dataset()))
+            return iter(self._state.strategy.distribute_datasets_from_function(dataset))
+        return iter(self._state.strategy.experimental_distribute_dataset(dataset()))
 
     def _per_worker_batches(self, input_fn: Callable):
         """One iterator per worker over the input_fn's dataset, made on each worker from its traced graph.
@@ -111,15 +111,15 @@ class Training(KerasEngine):
         def per_worker() -> tf.data.Dataset:
             return with_input_options(call_input_fn(input_fn, ModeKeys.TRAIN, self._config, self._params))
 
-        self._build_metrics(per_worker().element_spec, self._keras_model)  # here, not in the traced function
-        assert self._coordinator is not None
-        return iter(self._coordinator.create_per_worker_dataset(per_worker))
+        self._build_metrics(per_worker().element_spec, self._state.keras_model)  # here, not in the traced function
+        assert self._state.coordinator is not None
+        return iter(self._state.coordinator.create_per_worker_dataset(per_worker))
 
     def _run_steps(self, train_loop: Callable, batches, step: int, steps: int) -> None:
         """`steps` training steps after `step`: one call of the compiled loop, or under a
         ParameterServerStrategy as closures shared among the workers (two per worker, so that none waits
         on the slowest), all done when this returns."""
-        if self._coordinator is None:
+        if self._state.coordinator is None:
             train_loop(batches, tf.constant(steps, tf.int64))
             return
         last = tf.constant(step + steps, tf.int64)
@@ -127,8 +127,8 @@ class Training(KerasEngine):
         closures = min(steps, 2 * max(1, workers))
         for index in range(closures):
             share = steps // closures + (1 if index < steps % closures else 0)
-            self._coordinator.schedule(train_loop, args=(batches, tf.constant(share, tf.int64), last))
-        self._coordinator.join()
+            self._state.coordinator.schedule(train_loop, args=(batches, tf.constant(share, tf.int64), last))
+        self._state.coordinator.join()
 
     def _make_train_loop(self) -> Callable:
         """A compiled function: up to `n` training steps from `iterator`, with no host sync inside.
@@ -142,8 +142,8 @@ class Training(KerasEngine):
         # As Keras' own fit: the step is traced as plain TF, without AutoGraph converting Keras'
         # code (which costs seconds of tracing); only this loop's control flow is converted.
         one_step = tf.autograph.experimental.do_not_convert(self._train_one_step)
-        strategy = self._strategy
-        if self._coordinator is not None:
+        strategy = self._state.strategy
+        if self._state.coordinator is not None:
             return self._make_coordinated_train_loop(one_step)
 
         @tf.function
@@ -158,15 +158,15 @@ class Training(KerasEngine):
                     loss, examples = strategy.run(one_step, args=(element,))
                     loss = strategy.reduce("MEAN", loss, axis=None)
                     examples = strategy.reduce("SUM", examples, axis=None)
-                self._last_loss.assign(loss)
-                self._examples.assign_add(examples)
-                self._global_step.assign_add(1)
+                self._state.last_loss.assign(loss)
+                self._state.examples.assign_add(examples)
+                self._state.global_step.assign_add(1)
 
         return train_loop
 
     def _train_one_step(self, element) -> tuple[tf.Tensor, tf.Tensor]:
         """One step of Keras' own `train_step`: (its loss, the examples it trained on)."""
-        model = self._keras_model
+        model = self._state.keras_model
         features, labels = split_features_labels(element)
         inputs, weights = self._inputs_and_weights(features)
         labels = self.model_targets(labels)
@@ -181,28 +181,28 @@ class Training(KerasEngine):
         its number on the shared step: a rerun goes on from where the step count is, and every step is
         counted once, whichever worker ran it.
         """
-        strategy = self._strategy
+        strategy = self._state.strategy
 
         @tf.function
         def train_loop(iterator, n, last):
             for _ in tf.range(n):
                 element = next(iterator)
-                if self._global_step.assign_add(1) > last:
-                    self._global_step.assign_sub(1)
+                if self._state.global_step.assign_add(1) > last:
+                    self._state.global_step.assign_sub(1)
                     break
                 loss, examples = strategy.run(one_step, args=(element,))  # one replica per worker
-                self._last_loss.assign(loss)
-                self._examples.assign_add(examples)
+                self._state.last_loss.assign(loss)
+                self._state.examples.assign_add(examples)
 
         return train_loop
 
     def _write_training_summaries(self, writer: tf.summary.SummaryWriter, step: int, loss: float) -> None:
         """`loss` (TF 2.15's one training tag), then the compiled metrics of the same step (not across
         workers) and the learning rate: the tags `--mode=keras` writes, so the two overlay in TensorBoard."""
-        model = self._keras_model
+        model = self._state.keras_model
         # Reading a metric under MultiWorkerMirroredStrategy is a collective that only this (the chief's)
         # loop would join: the other tasks' metrics are left out of the summaries there.
-        local_metrics = not strategies.is_multi_worker(self._strategy)
+        local_metrics = not strategies.is_multi_worker(self._state.strategy)
         compiled = model.get_metrics_result() if local_metrics else {}
         metrics = {"loss": loss, **{name: value for name, value in compiled.items() if name != "loss"}}
         summaries.write_training_scalars(writer, step, metrics, summaries.learning_rate_value(model.optimizer))
@@ -225,14 +225,14 @@ class Training(KerasEngine):
     def _loop(self, batches, start: int, last: int | None, observers: Observers) -> None:
         config = self._config
         writer = self._writer(self.model_dir) if config.is_chief else None  # only the chief writes summaries
-        train_loop = self._train_loop = self._train_loop or self._make_train_loop()
-        observers.begin(self._keras_model, start, last)
+        train_loop = self._state.train_loop = self._state.train_loop or self._make_train_loop()
+        observers.begin(self._state.keras_model, start, last)
         # The step-0 (or restored-step) save, as TF 2.15; none when checkpoints are off.
         stop = self._save(observers.listeners) if config.saves_checkpoints else False
         observers.after_create_session(start)
         saves = SaveSchedule(config.save_checkpoints_steps, config.save_checkpoints_secs, start)
         progress = ProgressLog(
-            config.log_step_count_steps, last, start, lambda: int(self._examples.numpy()), writer, config.is_chief
+            config.log_step_count_steps, last, start, lambda: int(self._state.examples.numpy()), writer, config.is_chief
         )
         step, loss, diverged = start, float("nan"), None
         while not stop and (last is None or step < last):
@@ -243,12 +243,12 @@ class Training(KerasEngine):
                 self._run_steps(train_loop, batches, step, wanted)
             except tf.errors.OutOfRangeError:
                 ended = True
-            done = int(self._global_step.numpy()) - step
+            done = int(self._state.global_step.numpy()) - step
             if done == 0:
                 break  # the input ended
             step += done
-            loss = float(self._last_loss.numpy())
-            stop = observers.after_steps(self._keras_model, step, loss) or stop
+            loss = float(self._state.last_loss.numpy())
+            stop = observers.after_steps(self._state.keras_model, step, loss) or stop
             if not is_finite(loss):
                 diverged = TrainingDiverged(step, loss, self.latest_checkpoint())
                 break
