@@ -46,6 +46,16 @@ def estimator_arguments(model_fn_for: Callable[..., Callable], head: Any, argume
     return {"model_fn": model_fn, **passed}
 
 
+def model_fn_calling(family_model_fn: Callable, head: Any, *args: Any, **kwargs: Any) -> Callable:
+    """A model_fn of TF 2.15's signature (features, labels, mode, config) that builds a canned family's model:
+    `family_model_fn(features, labels, mode, head, *args, config=config, **kwargs)`."""
+
+    def model_fn(features, labels, mode, config):
+        return family_model_fn(features, labels, mode, head, *args, config=config, **kwargs)
+
+    return model_fn
+
+
 def check_features(features: Any) -> None:
     """The canned models read their inputs by column key: features must be a dict."""
     if not isinstance(features, dict):

@@ -181,22 +181,16 @@ def _model_fn(
     optimizer = optimizers.checked_optimizer_argument(optimizer)
     feature_columns = tuple(feature_columns or ())
 
-    def model_fn(features, labels, mode, config):
-        return dnn_model_fn(
-            features,
-            labels,
-            mode,
-            head,
-            hidden_units,
-            feature_columns,
-            optimizer=optimizer,
-            activation_fn=activation_fn,
-            dropout=dropout,
-            config=config,
-            batch_norm=batch_norm,
-        )
-
-    return model_fn
+    return common.model_fn_calling(
+        dnn_model_fn,
+        head,
+        hidden_units,
+        feature_columns,
+        optimizer=optimizer,
+        activation_fn=activation_fn,
+        dropout=dropout,
+        batch_norm=batch_norm,
+    )
 
 
 class DNNEstimator(Estimator):
@@ -407,23 +401,17 @@ def _model_fn_v1(
     optimizer = optimizers.checked_v1_optimizer_argument(optimizer)
     feature_columns = tuple(feature_columns or ())
 
-    def model_fn(features, labels, mode, config):
-        return dnn_model_fn_v1(
-            features,
-            labels,
-            mode,
-            head,
-            hidden_units,
-            feature_columns,
-            optimizer=optimizer,
-            activation_fn=activation_fn,
-            dropout=dropout,
-            input_layer_partitioner=input_layer_partitioner,
-            config=config,
-            batch_norm=batch_norm,
-        )
-
-    return model_fn
+    return common.model_fn_calling(
+        dnn_model_fn_v1,
+        head,
+        hidden_units,
+        feature_columns,
+        optimizer=optimizer,
+        activation_fn=activation_fn,
+        dropout=dropout,
+        input_layer_partitioner=input_layer_partitioner,
+        batch_norm=batch_norm,
+    )
 
 
 class DNNEstimatorV1(Estimator):

@@ -155,25 +155,19 @@ def _model_fn(
     linear_optimizer = optimizers.checked_optimizer_argument(linear_optimizer)
     dnn_optimizer = optimizers.checked_optimizer_argument(dnn_optimizer)
 
-    def model_fn(features, labels, mode, config):
-        return dnn_linear_combined_model_fn(
-            features,
-            labels,
-            mode,
-            head,
-            linear_feature_columns=linear_feature_columns,
-            linear_optimizer=linear_optimizer,
-            dnn_feature_columns=dnn_feature_columns,
-            dnn_optimizer=dnn_optimizer,
-            dnn_hidden_units=dnn_hidden_units,
-            dnn_activation_fn=dnn_activation_fn,
-            dnn_dropout=dnn_dropout,
-            config=config,
-            batch_norm=batch_norm,
-            linear_sparse_combiner=linear_sparse_combiner,
-        )
-
-    return model_fn
+    return common.model_fn_calling(
+        dnn_linear_combined_model_fn,
+        head,
+        linear_feature_columns=linear_feature_columns,
+        linear_optimizer=linear_optimizer,
+        dnn_feature_columns=dnn_feature_columns,
+        dnn_optimizer=dnn_optimizer,
+        dnn_hidden_units=dnn_hidden_units,
+        dnn_activation_fn=dnn_activation_fn,
+        dnn_dropout=dnn_dropout,
+        batch_norm=batch_norm,
+        linear_sparse_combiner=linear_sparse_combiner,
+    )
 
 
 class DNNLinearCombinedEstimator(Estimator):
@@ -371,26 +365,20 @@ def _model_fn_v1(
     linear_optimizer = optimizers.checked_v1_optimizer_argument(linear_optimizer)
     dnn_optimizer = optimizers.checked_v1_optimizer_argument(dnn_optimizer)
 
-    def model_fn(features, labels, mode, config):
-        return dnn_linear_combined_model_fn_v1(
-            features,
-            labels,
-            mode,
-            head,
-            linear_feature_columns=linear_feature_columns,
-            linear_optimizer=linear_optimizer,
-            dnn_feature_columns=dnn_feature_columns,
-            dnn_optimizer=dnn_optimizer,
-            dnn_hidden_units=dnn_hidden_units,
-            dnn_activation_fn=dnn_activation_fn,
-            dnn_dropout=dnn_dropout,
-            input_layer_partitioner=input_layer_partitioner,
-            config=config,
-            batch_norm=batch_norm,
-            linear_sparse_combiner=linear_sparse_combiner,
-        )
-
-    return model_fn
+    return common.model_fn_calling(
+        dnn_linear_combined_model_fn_v1,
+        head,
+        linear_feature_columns=linear_feature_columns,
+        linear_optimizer=linear_optimizer,
+        dnn_feature_columns=dnn_feature_columns,
+        dnn_optimizer=dnn_optimizer,
+        dnn_hidden_units=dnn_hidden_units,
+        dnn_activation_fn=dnn_activation_fn,
+        dnn_dropout=dnn_dropout,
+        input_layer_partitioner=input_layer_partitioner,
+        batch_norm=batch_norm,
+        linear_sparse_combiner=linear_sparse_combiner,
+    )
 
 
 class DNNLinearCombinedEstimatorV1(Estimator):

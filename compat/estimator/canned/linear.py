@@ -292,19 +292,9 @@ def _model_fn(head: Any, feature_columns: Sequence, optimizer: Any, sparse_combi
         optimizer = optimizers.checked_optimizer_argument(optimizer)
     feature_columns = tuple(feature_columns or ())
 
-    def model_fn(features, labels, mode, config):
-        return linear_model_fn(
-            features,
-            labels,
-            mode,
-            head,
-            feature_columns,
-            optimizer=optimizer,
-            config=config,
-            sparse_combiner=sparse_combiner,
-        )
-
-    return model_fn
+    return common.model_fn_calling(
+        linear_model_fn, head, feature_columns, optimizer=optimizer, sparse_combiner=sparse_combiner
+    )
 
 
 class LinearEstimator(Estimator):
@@ -458,20 +448,14 @@ def _model_fn_v1(
         optimizer = optimizers.checked_v1_optimizer_argument(optimizer)
     feature_columns = tuple(feature_columns or ())
 
-    def model_fn(features, labels, mode, config):
-        return linear_model_fn_v1(
-            features,
-            labels,
-            mode,
-            head,
-            feature_columns,
-            optimizer=optimizer,
-            partitioner=partitioner,
-            config=config,
-            sparse_combiner=sparse_combiner,
-        )
-
-    return model_fn
+    return common.model_fn_calling(
+        linear_model_fn_v1,
+        head,
+        feature_columns,
+        optimizer=optimizer,
+        partitioner=partitioner,
+        sparse_combiner=sparse_combiner,
+    )
 
 
 class LinearEstimatorV1(Estimator):
