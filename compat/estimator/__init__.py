@@ -39,7 +39,7 @@ _LAZY = {
     "estimator": ["Estimator"],
     "exporter": ["BestExporter", "Exporter", "FinalExporter", "LatestExporter"],
     "extenders": ["add_metrics"],
-    "hooks": hooks.__all__,
+    "hooks": hooks.__all__,  # its package's own list (that package loads no TensorFlow until a name is used)
     "keras_engine": ["model_to_estimator"],
     "keras_serving": ["export_keras_saved_model"],
     "model_fn": ["EstimatorSpec", "ModeKeys"],
@@ -47,7 +47,7 @@ _LAZY = {
     "to_keras": ["to_keras"],
     "training": ["EvalSpec", "TrainSpec", "train_and_evaluate"],
     "warm_starting": ["VocabInfo", "WarmStartSettings"],
-    # the canned estimators, heads and hooks by their packages' own tables (those packages load nothing yet)
+    # the canned estimators and heads by their packages' own tables (those packages load nothing yet)
     "canned": canned.__all__,
     "head": head.__all__,
 }
