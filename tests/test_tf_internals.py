@@ -23,6 +23,17 @@ def test_the_private_modules_and_names_are_where_they_were():
     assert hasattr(tf.compat.v1.saved_model.Builder, "_add_train_op")
     assert hasattr(tf.compat.v1.train.CheckpointSaverHook(".", save_steps=1), "_listeners")
     assert hasattr(tf.Operation, "_add_control_inputs")
+    # the distribution hooks TF 2.15's Estimator used, and tf_keras' compile flag
+    assert callable(tf.distribute.MirroredStrategy._scale_loss_for_estimator_enabled)
+    assert tf_internals.scaffold_init_fn(tf.compat.v1.train.Scaffold(init_fn=print)) is print
+    config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=3)
+    assert tf_internals.strategy_session_config(tf.distribute.get_strategy(), config).inter_op_parallelism_threads == 3
+    import tf_keras
+
+    model = tf_keras.Sequential([tf_keras.layers.Dense(1, input_shape=(2,))])
+    assert not tf_internals.is_compiled(model)
+    model.compile("sgd", "mse")
+    assert tf_internals.is_compiled(model)
     from keras.src.backend.common import global_state
     from keras.src.layers import layer as keras_layer
 

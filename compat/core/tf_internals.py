@@ -240,6 +240,31 @@ def serves_in_process(strategy: Any) -> bool:
     return bool(getattr(strategy.extended, "_std_server_started", False))
 
 
+def loss_scaled_for_estimator(strategy: Any) -> Any:
+    """The context in which v1 optimizers scale a mean loss by 1/replicas, as TF 2.15's Estimator set it."""
+    return strategy._scale_loss_for_estimator_enabled()
+
+
+def loss_scaled_by_optimizer(graph: Any) -> bool:
+    """Whether a v1 optimizer scaled this graph's loss for the replicas (the flag it leaves on the graph)."""
+    return bool(getattr(graph, "_is_loss_scaled_by_optimizer", False))
+
+
+def scaffold_init_fn(scaffold: Any) -> Any:
+    """The init_fn the user gave a Scaffold (None if none), as given: `Scaffold.init_fn` wraps it."""
+    return scaffold._user_init_fn
+
+
+def strategy_session_config(strategy: Any, config: Any) -> Any:
+    """`config` completed by the strategy for its sessions (a cluster's collective group leader, ...)."""
+    return strategy.extended._update_config_proto(config)
+
+
+def is_compiled(model: Any) -> bool:
+    """Whether a Keras 2 (tf_keras) model was compiled."""
+    return bool(getattr(model, "_is_compiled", False))
+
+
 def usage_gauge(name: str, description: str, *labels: str, of: str = "bool") -> monitoring.Metric:
     """One of TensorFlow's usage gauges (`monitoring.BoolGauge` or `StringGauge`), as TF 2.15's Estimator
     modules defined them: libraries built on it set their cells (`_canned_estimator_api_gauge`)."""

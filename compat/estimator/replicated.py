@@ -72,7 +72,7 @@ def replicas_of(strategy: tf.distribute.Strategy | None, argument: str) -> tf.di
 def replica_scope(strategy: tf.distribute.Strategy) -> Iterator[None]:
     """The strategy's scope, with TF 2.15's flag that makes v1 optimizers scale a mean loss by 1/replicas
     (the gradients are summed across replicas, so the step is the global batch's mean, as on one device)."""
-    with strategy.scope(), strategy._scale_loss_for_estimator_enabled():
+    with strategy.scope(), tf_internals.loss_scaled_for_estimator(strategy):
         yield
 
 
@@ -128,7 +128,7 @@ def loss_reduction() -> tf.distribute.ReduceOp:
     """How the replicas' losses combine into the reported one: their mean where a v1 optimizer scaled a mean
     loss (the loss a single device reports), else their sum (TF 2.15's rule)."""
     graph = _v1.get_default_graph()
-    if getattr(graph, "_is_loss_scaled_by_optimizer", False):
+    if tf_internals.loss_scaled_by_optimizer(graph):
         return _v1.distribute.get_loss_reduction()
     return tf.distribute.ReduceOp.SUM
 
@@ -175,7 +175,7 @@ def combined_scaffold(strategy: tf.distribute.Strategy, grouped: Any) -> tf.comp
         return tf.concat(values, 0) if len(values) != 1 else values[0]
 
     feeds = [scaffold.init_feed_dict for scaffold in scaffolds if scaffold.init_feed_dict is not None]
-    init_fns = [scaffold._user_init_fn for scaffold in scaffolds if scaffold._user_init_fn is not None]
+    init_fns = [tf_internals.scaffold_init_fn(s) for s in scaffolds if tf_internals.scaffold_init_fn(s) is not None]
     savers = [scaffold.saver for scaffold in scaffolds if scaffold.saver is not None]
     ready_op = strategy.extended.call_for_each_replica(lambda scaffold: scaffold.ready_op, args=(grouped,))
     ready_for_local_init_op = strategy.extended.call_for_each_replica(_ready_for_local_init_op, args=(grouped,))
@@ -208,7 +208,7 @@ def session_config(config: Any, strategy: tf.distribute.Strategy) -> Any:
     half of a cross-device reduction can wait for the other's (TF 2.15 deadlocked with two CPU replicas on a
     2-core machine, where the default pool is one thread a core)."""
     config = _v1.ConfigProto() if config is None else _copy(config)
-    config = strategy.extended._update_config_proto(config)
+    config = tf_internals.strategy_session_config(strategy, config)
     # A session sees one CPU device unless told more: the logical CPUs a strategy may mirror over (what
     # tf.config.set_logical_device_configuration made for the eager context) are counted in for it.
     cpus = len(tf.config.list_logical_devices("CPU"))

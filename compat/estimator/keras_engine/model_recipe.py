@@ -14,7 +14,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from compat.core import strategies
+from compat.core import strategies, tf_internals
 from compat.estimator.keras_engine import keras2_artefacts as keras_legacy
 from compat.estimator.keras_engine import keras2_optimizers
 from compat.estimator.run_config import RunConfig, TaskType
@@ -137,7 +137,7 @@ def _keras3_copy(model: Any, custom_objects: dict | None) -> keras.Model:
     """A Keras 3 copy of a Keras 2 model (tf_keras, or tf.keras under TF_USE_LEGACY_KERAS=1): its layers, weights
     and compile config, through the H5 file Keras 2 writes, as a `.h5` of TF 2.15's loads. The engine trains
     the copy; the checkpoints it writes are TF 2.15's model_to_estimator's (checkpoint.py)."""
-    if not getattr(model, "_is_compiled", False) or getattr(model, "optimizer", None) is None:
+    if not tf_internals.is_compiled(model) or getattr(model, "optimizer", None) is None:
         raise ValueError(
             "The given keras model has not been compiled yet. Please compile the model with "
             "`model.compile()` before calling `model_to_estimator()`."
