@@ -176,8 +176,7 @@ def install() -> None:
     from compat.core import tf_internals
     from compat.core.patches import PATCHES
 
-    PATCHES.reopen()  # asked again after an uninstall()
-    _prepare()
+    tf_internals.install()  # explicit: after an uninstall() too (it reopens what that withdrew)
     if PATCHES.made_by(_PART):
         return
     from compat.estimator import v1 as estimator_v1
