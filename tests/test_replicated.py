@@ -141,3 +141,51 @@ def test_a_strategy_the_engine_cannot_run_is_refused_in_one_line_and_keras_3_lay
                            "dense/kernel/Adam_1", "global_step"]), result.stderr[-3000:]
     # tf.compat.v1's own MirroredStrategy class is taken too; over one device it trains as without a strategy
     assert one == "one replica trained"
+
+
+def test_every_engine_reads_one_plan_of_each_strategy(tmp_path):
+    """Where a strategy's replicas run is decided once (`strategies.plan_of`), and each engine runs what its
+    topology allows: the graph engine replicates over devices or workers and takes a single-replica strategy
+    as none; the Keras engine also runs OneDeviceStrategy as given; neither runs CentralStorageStrategy."""
+    program = (
+        "import json, tensorflow as tf\n"
+        "cpu = tf.config.list_physical_devices('CPU')[0]\n"
+        "tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)\n"
+        "from compat.core import strategies\n"
+        "from compat.estimator import replicated\n"
+        "made = {\n"
+        "    'none': None,\n"
+        "    'one_device': tf.distribute.OneDeviceStrategy('/cpu:0'),\n"
+        "    'mirrored_one': tf.distribute.MirroredStrategy(['/cpu:0']),\n"
+        "    'mirrored_two': tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1']),\n"
+        "    'mirrored_two_v1': tf.compat.v1.distribute.MirroredStrategy(['/cpu:0', '/cpu:1']),\n"
+        "    'central': tf.distribute.experimental.CentralStorageStrategy(['/cpu:0', '/cpu:1']),\n"
+        "    'multi_worker': tf.distribute.MultiWorkerMirroredStrategy(),\n"
+        "}\n"
+        "def decided(decide, strategy):\n"
+        "    try:\n"
+        "        kept = decide(strategy)\n"
+        "    except strategies.UnsupportedStrategyError:\n"
+        "        return 'refused'\n"
+        "    return 'none' if kept is None else 'kept' if kept is strategy else 'other'\n"
+        "rows = {}\n"
+        "for name, strategy in made.items():\n"
+        "    plan = strategies.plan_of(strategy)\n"
+        "    rows[name] = [plan.topology.name, plan.replicas, plan.spans_tasks,\n"
+        "                  decided(lambda s: replicated.replicas_of(s, 'train_distribute'), strategy),\n"
+        "                  decided(strategies.checked_strategy, strategy)]\n"
+        "print(json.dumps(rows))\n")
+    env = {name: value for name, value in os.environ.items() if name != "TF_CONFIG"}
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd=REPO,
+                            env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = last_json(result.stdout)
+    assert rows == {
+        "none": ["ONE_DEVICE", 1, False, "none", "none"],
+        "one_device": ["ONE_DEVICE", 1, False, "none", "kept"],
+        "mirrored_one": ["ONE_DEVICE", 1, False, "none", "kept"],
+        "mirrored_two": ["DEVICES", 2, False, "kept", "kept"],
+        "mirrored_two_v1": ["DEVICES", 2, False, "kept", "refused"],  # TF 1.x's class: the graph engine's only
+        "central": ["DEVICES", 2, False, "refused", "refused"],
+        "multi_worker": ["WORKERS", 1, True, "kept", "kept"],  # one worker, one replica: still in sync
+    }

@@ -1,5 +1,6 @@
-"""The strategies' plumbing that the Estimator engines and the input pipeline share: which kind a strategy
-is, a parameter-server cluster's connection and servers, and batches copied ahead to an accelerator.
+"""The strategies' plumbing that the Estimator engines and the input pipeline share: where a strategy's
+replicas run (`plan_of`, the typed plan every engine and mode reads), a parameter-server cluster's
+connection and servers, and batches copied ahead to an accelerator.
 
 Which engine runs which strategy: Keras 3 `fit` runs MirroredStrategy but not
 MultiWorkerMirroredStrategy (keras-team/keras#20585) nor ParameterServerStrategy; the Estimator
@@ -13,6 +14,8 @@ The cluster functions take any object with RunConfig's cluster properties (`clus
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import os
 from typing import Protocol
 
@@ -75,13 +78,65 @@ MULTI_WORKER_STRATEGIES = (
 )
 
 
-def is_multi_worker(strategy: tf.distribute.Strategy | None) -> bool:
-    """Whether `strategy` is a MultiWorkerMirroredStrategy, TF 2's or TF 1.x's."""
-    return isinstance(strategy, MULTI_WORKER_STRATEGIES)
+class Topology(enum.Enum):
+    """Where a strategy's replicas run, which decides what each engine does around the step."""
+
+    ONE_DEVICE = "one device"  # no strategy, or one of a single replica
+    DEVICES = "the devices of one machine"  # MirroredStrategy and the like
+    WORKERS = "workers in sync"  # MultiWorkerMirroredStrategy: collectives across the cluster's tasks
+    PARAMETER_SERVERS = "parameter servers"  # ParameterServerStrategy: this task coordinates, workers step
 
 
-def is_parameter_server(strategy: tf.distribute.Strategy | None) -> bool:
-    return isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy)
+@dataclasses.dataclass(frozen=True)
+class StrategyPlan:
+    """A strategy and where its replicas run: what the engines and the modes ask of it, answered once.
+
+    Attributes:
+      strategy: the strategy itself (None: no strategy).
+      topology: where its replicas run.
+    """
+
+    strategy: tf.distribute.Strategy | None
+    topology: Topology
+
+    @property
+    def in_sync_across_workers(self) -> bool:
+        """Whether the replicas run on several tasks in lockstep: saving, metrics and the step all take part in
+        collectives, so one task cannot do them alone (the chief saves copies of its own; a worker's metrics
+        are summed across workers)."""
+        return self.topology is Topology.WORKERS
+
+    @property
+    def coordinated(self) -> bool:
+        """Whether this task sends steps to workers through a ClusterCoordinator, the variables on ps tasks."""
+        return self.topology is Topology.PARAMETER_SERVERS
+
+    @property
+    def spans_tasks(self) -> bool:
+        """Whether the strategy reaches beyond this task (evaluation and export then read a copy of no strategy,
+        as TF 2.15's did: one task evaluates alone)."""
+        return self.topology in (Topology.WORKERS, Topology.PARAMETER_SERVERS)
+
+    @property
+    def replicas(self) -> int:
+        return self.strategy.num_replicas_in_sync if self.strategy is not None else 1
+
+
+def plan_of(strategy: tf.distribute.Strategy | None) -> StrategyPlan:
+    """The plan of `strategy` (RunConfig.train_distribute or eval_distribute, the one a mode made, or None).
+
+    A strategy this sorting does not know (TPUStrategy, CentralStorageStrategy, ...) is given the topology of
+    its replicas: one device or the devices of one machine; each engine refuses what it does not run.
+    """
+    if isinstance(strategy, MULTI_WORKER_STRATEGIES):
+        topology = Topology.WORKERS
+    elif isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy):
+        topology = Topology.PARAMETER_SERVERS
+    elif strategy is None or strategy.num_replicas_in_sync == 1:
+        topology = Topology.ONE_DEVICE
+    else:
+        topology = Topology.DEVICES
+    return StrategyPlan(strategy, topology)
 
 
 def parameter_server_cluster(config: ClusterConfig) -> tf.train.ClusterSpec:

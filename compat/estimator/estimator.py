@@ -494,7 +494,7 @@ class Estimator(EstimatorBase):
             _v1.add_to_collection(_v1.GraphKeys.SAVERS, _default_saver(config))
         check_restorable(newest_readable_in(self._model_dir))  # past a damaged latest, which TF 2.15 could not
         # a program's own Saver saves as it was made; only the default one is swapped for the local copies'
-        local_saver = default_saver and strategies.is_multi_worker(strategy)
+        local_saver = default_saver and strategies.plan_of(strategy).in_sync_across_workers
         chief_hooks = self._checkpoint_hooks(spec, worker_hooks, listeners, local_saver)
         save_summary_steps, log_step_count_steps = config.save_summary_steps, config.log_step_count_steps
         jobs = config.cluster_spec.jobs if config.cluster_spec else []
@@ -531,7 +531,7 @@ class Estimator(EstimatorBase):
         (or restores) its variables itself as the chief does, but saves and summarizes nothing (TF 2.15's
         distribute coordinator gave it the same session)."""
         config = self._config
-        if strategies.is_multi_worker(strategy) and not config.is_chief:
+        if strategies.plan_of(strategy).in_sync_across_workers and not config.is_chief:
             creator = _v1.train.ChiefSessionCreator(
                 scaffold=spec.scaffold, master=config.master, config=session_config, checkpoint_dir=self._model_dir
             )

@@ -53,13 +53,10 @@ def replicas_of(strategy: tf.distribute.Strategy | None, argument: str) -> tf.di
       UnsupportedStrategyError: a strategy other than MirroredStrategy, MultiWorkerMirroredStrategy or one of
         a single replica (OneDeviceStrategy, or a mirrored one over one device), e.g. TPUStrategy.
     """
-    if strategy is None:
-        return None
-    if strategies.is_multi_worker(strategy):
-        return strategy
-    if strategy.num_replicas_in_sync == 1:
-        return None  # one device (OneDeviceStrategy, a mirrored one over one device, ...): the same graph and numbers
-    if isinstance(strategy, _REPLICATED):
+    plan = strategies.plan_of(strategy)
+    if plan.topology is strategies.Topology.ONE_DEVICE:
+        return None  # no strategy, OneDeviceStrategy, a mirrored one over one device, ...: the same graph and numbers
+    if plan.in_sync_across_workers or isinstance(strategy, _REPLICATED):
         return strategy
     raise UnsupportedStrategyError(
         f"RunConfig({argument}={type(strategy).__name__}) is not run by compat.estimator's Estimator: it replicates "
@@ -230,7 +227,7 @@ def for_evaluation(strategy: tf.distribute.Strategy | None) -> tf.distribute.Str
     """The strategy an evaluation runs under: a multi-worker one only over this task's own devices, since one
     task evaluates alone (the chief after training, or the evaluator), as TF 2.15's distribute coordinator
     configured it; the other workers take no part."""
-    if not strategies.is_multi_worker(strategy):
+    if not strategies.plan_of(strategy).in_sync_across_workers:
         return strategy
     assert strategy is not None
     devices = [device.split("/device:")[-1] for device in strategy.extended.worker_devices]

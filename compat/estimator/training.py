@@ -254,7 +254,7 @@ def _train_with_a_coordinator(estimator: EstimatorBase, train_spec: TrainSpec, e
             "The chief ended (its newest checkpoint: %s): so does this worker.", estimator.latest_checkpoint()
         )
         return
-    if not strategies.is_parameter_server(cast(KerasEngineEstimator, estimator).strategy):
+    if not strategies.plan_of(cast(KerasEngineEstimator, estimator).strategy).coordinated:
         raise strategies.UnsupportedStrategyError(
             "TF_CONFIG names ps tasks, but this model_to_estimator Estimator was given another strategy "
             "(RunConfig.train_distribute): its chief would train alone. Leave train_distribute unset: on the chief "
@@ -286,7 +286,7 @@ def _train_in_cluster(estimator: EstimatorBase, train_spec: TrainSpec) -> None:
 
     config = estimator.config
     cluster = config.cluster_spec.as_dict()
-    if cluster.get(TaskType.WORKER) and not strategies.is_multi_worker(config.train_distribute):
+    if cluster.get(TaskType.WORKER) and not strategies.plan_of(config.train_distribute).in_sync_across_workers:
         raise strategies.UnsupportedStrategyError(
             "TF_CONFIG names workers beside the chief, but RunConfig(train_distribute=...) is not a "
             "MultiWorkerMirroredStrategy: the workers would train apart. Create the strategy (it reads "
@@ -298,7 +298,7 @@ def _train_in_cluster(estimator: EstimatorBase, train_spec: TrainSpec) -> None:
     # or every session waits for a server that never comes. (The strategy says which; executing_eagerly() is
     # False inside a program's own `with tf.Graph().as_default()`, where an eager strategy already serves.)
     strategy = config.train_distribute
-    starts_server = strategies.is_multi_worker(strategy) and not tf_internals.serves_in_process(strategy)
+    starts_server = strategies.plan_of(strategy).in_sync_across_workers and not tf_internals.serves_in_process(strategy)
     server = _start_server(config, strategy) if starts_server else None
     estimator.train(
         train_spec.input_fn,

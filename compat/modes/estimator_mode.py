@@ -47,7 +47,7 @@ def train_and_evaluate(run: Run) -> dict | None:
     plan = run.plan
     # A ParameterServerStrategy is not a RunConfig's (TF 2.15 refused it there): model_to_estimator finds
     # the one this process connected with (and builds its evaluation copy outside it).
-    parameter_server = strategies.is_parameter_server(run.strategy)
+    parameter_server = strategies.plan_of(run.strategy).coordinated
     run_config = estimator.RunConfig(
         save_checkpoints_steps=plan.period,
         keep_checkpoint_max=run.train.keep_checkpoints,

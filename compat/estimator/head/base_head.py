@@ -275,6 +275,53 @@ class SingleHead(Head):
 # --- arguments ---------------------------------------------------------------------------------------------------
 
 
+class ThresholdedHead(SingleHead):
+    """A SingleHead whose probabilities are also scored at fixed thresholds (BinaryClassHead, MultiLabelHead):
+    accuracy, precision and recall at each of `_thresholds`, after the regularization loss's mean."""
+
+    _thresholds: tuple
+
+    def _threshold_keys(self, template: str) -> list:
+        return [self._summary_key(template % threshold) for threshold in self._thresholds]
+
+    def _add_regularization_and_threshold_metrics(
+        self, eval_metrics: dict, regularization_losses: Sequence[Any] | None
+    ) -> None:
+        """Adds to `eval_metrics` the regularization loss's mean (when there are regularization losses) and the
+        threshold metrics, in TF 2.15's order."""
+        keys = MetricKeys
+        if regularization_losses is not None:
+            key = self._summary_key(keys.LOSS_REGULARIZATION)
+            eval_metrics[key] = tf_keras.metrics.Mean(name=keys.LOSS_REGULARIZATION)
+        for threshold, accuracy, precision, recall in zip(self._thresholds, *self._threshold_metric_keys()):
+            eval_metrics[accuracy] = tf_keras.metrics.BinaryAccuracy(name=accuracy, threshold=threshold)
+            eval_metrics[precision] = tf_keras.metrics.Precision(name=precision, thresholds=threshold)
+            eval_metrics[recall] = tf_keras.metrics.Recall(name=recall, thresholds=threshold)
+
+    def _threshold_metric_keys(self) -> tuple[list, list, list]:
+        keys = MetricKeys
+        return (
+            self._threshold_keys(keys.ACCURACY_AT_THRESHOLD),
+            self._threshold_keys(keys.PRECISION_AT_THRESHOLD),
+            self._threshold_keys(keys.RECALL_AT_THRESHOLD),
+        )
+
+    def _update_regularization_and_threshold_metrics(
+        self,
+        eval_metrics: dict,
+        labels: tf.Tensor,
+        probabilities: tf.Tensor,
+        weights: Any,
+        regularization_losses: Sequence[Any] | None,
+    ) -> None:
+        """Updates what `_add_regularization_and_threshold_metrics` added with one batch."""
+        key = self._summary_key(MetricKeys.LOSS_REGULARIZATION)
+        update_regularization_metric(eval_metrics, key, regularization_losses)
+        for names in zip(*self._threshold_metric_keys()):
+            for name in names:
+                eval_metrics[name].update_state(y_true=labels, y_pred=probabilities, sample_weight=weights)
+
+
 def suffixed(key: str, head_name: str | None) -> str:
     """A metric or summary key of a named head: `key/name`."""
     return f"{key}/{head_name}" if head_name else key

@@ -52,7 +52,7 @@ class _AccuracyBaseline(tf_keras.metrics.Metric):
         """Nothing to reset: resetting the label mean resets this."""
 
 
-class BinaryClassHead(base_head.SingleHead):
+class BinaryClassHead(base_head.ThresholdedHead):
     """A head for binary classification, with sigmoid cross-entropy loss.
 
     Logits are `[D0, ... DN, 1]` (usually `[batch_size, 1]`); labels have the
@@ -153,9 +153,6 @@ class BinaryClassHead(base_head.SingleHead):
             return base_head.class_names_from_ids(class_ids, self._label_vocabulary)
         return tf.strings.as_string(class_ids, name="str_classes")
 
-    def _threshold_keys(self, template: str) -> list:
-        return [self._summary_key(template % threshold) for threshold in self._thresholds]
-
     def metrics(self, regularization_losses: Sequence[Any] | None = None) -> dict:
         """average_loss, accuracy, precision, recall, prediction/mean, label/mean, accuracy_baseline, auc,
         auc_precision_recall (each `/<name>`-suffixed), regularization_loss when there are regularization
@@ -175,17 +172,7 @@ class BinaryClassHead(base_head.SingleHead):
                 key(keys.AUC): tf_keras.metrics.AUC(name=keys.AUC),
                 key(keys.AUC_PR): tf_keras.metrics.AUC(curve="PR", name=keys.AUC_PR),
             }
-            if regularization_losses is not None:
-                eval_metrics[key(keys.LOSS_REGULARIZATION)] = tf_keras.metrics.Mean(name=keys.LOSS_REGULARIZATION)
-            for threshold, accuracy, precision, recall in zip(
-                self._thresholds,
-                self._threshold_keys(keys.ACCURACY_AT_THRESHOLD),
-                self._threshold_keys(keys.PRECISION_AT_THRESHOLD),
-                self._threshold_keys(keys.RECALL_AT_THRESHOLD),
-            ):
-                eval_metrics[accuracy] = tf_keras.metrics.BinaryAccuracy(name=accuracy, threshold=threshold)
-                eval_metrics[precision] = tf_keras.metrics.Precision(name=precision, thresholds=threshold)
-                eval_metrics[recall] = tf_keras.metrics.Recall(name=recall, thresholds=threshold)
+            self._add_regularization_and_threshold_metrics(eval_metrics, regularization_losses)
         return eval_metrics
 
     def update_metrics(
@@ -233,14 +220,9 @@ class BinaryClassHead(base_head.SingleHead):
         auc_weights = tf.__internal__.ops.broadcast_weights(weights, logistic)
         for name in (keys.AUC, keys.AUC_PR):
             eval_metrics[key(name)].update_state(y_true=labels, y_pred=logistic, sample_weight=auc_weights)
-        base_head.update_regularization_metric(eval_metrics, key(keys.LOSS_REGULARIZATION), regularization_losses)
-        for names in zip(
-            self._threshold_keys(keys.ACCURACY_AT_THRESHOLD),
-            self._threshold_keys(keys.PRECISION_AT_THRESHOLD),
-            self._threshold_keys(keys.RECALL_AT_THRESHOLD),
-        ):
-            for name in names:
-                eval_metrics[name].update_state(y_true=labels, y_pred=logistic, sample_weight=weights)
+        self._update_regularization_and_threshold_metrics(
+            eval_metrics, labels, logistic, weights, regularization_losses
+        )
         return eval_metrics
 
     def export_outputs(self, predictions: dict) -> dict:

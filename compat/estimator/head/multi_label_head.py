@@ -38,7 +38,7 @@ def _class_ids(classes: Sequence[Any] | None, n_classes: int, label_vocabulary: 
     return classes
 
 
-class MultiLabelHead(base_head.SingleHead):
+class MultiLabelHead(base_head.ThresholdedHead):
     """A head for multi-label classification, with sigmoid cross-entropy averaged over the classes.
 
     Logits are `[D0, ... DN, n_classes]`; weights `[D0, ... DN]` or
@@ -161,9 +161,6 @@ class MultiLabelHead(base_head.SingleHead):
                 )
         return predictions
 
-    def _threshold_keys(self, template: str) -> list:
-        return [self._summary_key(template % threshold) for threshold in self._thresholds]
-
     def _class_keys(self, id_template: str, name_template: str) -> list:
         """Per-class metric keys: by class id, or by class name when there is a vocabulary."""
         if self._label_vocabulary is None:
@@ -196,17 +193,7 @@ class MultiLabelHead(base_head.SingleHead):
                 key(keys.AUC): tf_keras.metrics.AUC(name=keys.AUC),
                 key(keys.AUC_PR): tf_keras.metrics.AUC(curve="PR", name=keys.AUC_PR),
             }
-            if regularization_losses is not None:
-                eval_metrics[key(keys.LOSS_REGULARIZATION)] = tf_keras.metrics.Mean(name=keys.LOSS_REGULARIZATION)
-            for threshold, accuracy, precision, recall in zip(
-                self._thresholds,
-                self._threshold_keys(keys.ACCURACY_AT_THRESHOLD),
-                self._threshold_keys(keys.PRECISION_AT_THRESHOLD),
-                self._threshold_keys(keys.RECALL_AT_THRESHOLD),
-            ):
-                eval_metrics[accuracy] = tf_keras.metrics.BinaryAccuracy(name=accuracy, threshold=threshold)
-                eval_metrics[precision] = tf_keras.metrics.Precision(name=precision, thresholds=threshold)
-                eval_metrics[recall] = tf_keras.metrics.Recall(name=recall, thresholds=threshold)
+            self._add_regularization_and_threshold_metrics(eval_metrics, regularization_losses)
             for probability_mean, auc, auc_pr in self._per_class_keys():
                 eval_metrics[probability_mean] = tf_keras.metrics.Mean(name=probability_mean)
                 eval_metrics[auc] = tf_keras.metrics.AUC(name=auc)
@@ -230,14 +217,9 @@ class MultiLabelHead(base_head.SingleHead):
         eval_metrics[key(keys.LOSS_MEAN)].update_state(values=unweighted_loss, sample_weight=weights)
         for name in (keys.AUC, keys.AUC_PR):
             eval_metrics[key(name)].update_state(y_true=labels, y_pred=probabilities, sample_weight=weights)
-        base_head.update_regularization_metric(eval_metrics, key(keys.LOSS_REGULARIZATION), regularization_losses)
-        for names in zip(
-            self._threshold_keys(keys.ACCURACY_AT_THRESHOLD),
-            self._threshold_keys(keys.PRECISION_AT_THRESHOLD),
-            self._threshold_keys(keys.RECALL_AT_THRESHOLD),
-        ):
-            for name in names:
-                eval_metrics[name].update_state(y_true=labels, y_pred=probabilities, sample_weight=weights)
+        self._update_regularization_and_threshold_metrics(
+            eval_metrics, labels, probabilities, weights, regularization_losses
+        )
         for class_id, (probability_mean, auc, auc_pr) in zip(
             self._classes_for_class_based_metrics, self._per_class_keys()
         ):

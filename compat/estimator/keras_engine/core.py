@@ -100,7 +100,7 @@ class KerasEngine(EstimatorBase):
         strategy = strategy or self._config.train_distribute
         # Under a ParameterServerStrategy this process coordinates: the steps run on the workers, sent
         # there as closures, and the variables (the step counters too) live on the ps tasks.
-        parameter_server = strategies.is_parameter_server(strategy)
+        parameter_server = strategies.plan_of(strategy).coordinated
         coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy) if parameter_server else None
         with strategy.scope() if parameter_server else contextlib.nullcontext():
             counters = [

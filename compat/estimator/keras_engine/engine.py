@@ -185,8 +185,7 @@ def model_to_estimator(
     copy = clone(strategy.scope() if strategy is not None else contextlib.nullcontext())
     # Evaluation, prediction and export of a multi-worker or parameter-server Estimator read a copy of no
     # strategy (see KerasEstimator).
-    spans_tasks = strategies.is_multi_worker(strategy) or strategies.is_parameter_server(strategy)
-    evaluation_model = clone(contextlib.nullcontext()) if spans_tasks else None
+    evaluation_model = clone(contextlib.nullcontext()) if strategies.plan_of(strategy).spans_tasks else None
     return KerasEstimator(
         copy,
         model_dir=model_dir,

@@ -67,7 +67,7 @@ class Training(KerasEngine):
             tf.errors.AbortedError,
             tf.errors.CancelledError,
         ) as error:
-            if not (strategies.is_multi_worker(self._state.strategy) or self._state.coordinator is not None):
+            if not strategies.plan_of(self._state.strategy).spans_tasks:
                 raise
             try:
                 stopped = f"training stopped after step {int(self._state.global_step.numpy())}"
@@ -202,7 +202,7 @@ class Training(KerasEngine):
         model = self._state.keras_model
         # Reading a metric under MultiWorkerMirroredStrategy is a collective that only this (the chief's)
         # loop would join: the other tasks' metrics are left out of the summaries there.
-        local_metrics = not strategies.is_multi_worker(self._state.strategy)
+        local_metrics = not strategies.plan_of(self._state.strategy).in_sync_across_workers
         compiled = model.get_metrics_result() if local_metrics else {}
         metrics = {"loss": loss, **{name: value for name, value in compiled.items() if name != "loss"}}
         summaries.write_training_scalars(writer, step, metrics, summaries.learning_rate_value(model.optimizer))

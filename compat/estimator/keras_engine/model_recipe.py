@@ -86,7 +86,7 @@ def coordinating_strategy(config: RunConfig | None) -> tf.distribute.Strategy | 
     if TaskType.PS not in config.cluster_spec.as_dict() or not config.is_chief:
         return None
     current = tf.distribute.get_strategy()
-    if strategies.is_parameter_server(current):
+    if strategies.plan_of(current).coordinated:
         return current
     if strategies.is_connected(config):
         return strategies.parameter_server_strategy(config)
