@@ -3,7 +3,8 @@
 A copy of the package (this project's own code) gets a fake canned module and the one registry line; a
 program then reaches the new class by every name a canned class has: tf.estimator's (compat.estimator,
 its canned package, TYPE_CHECKING aside), tf.compat.v1.estimator's (its TF 1.x twin), after install(),
-and trains and converts it with to_keras; the migration check knows the name.
+and trains and converts it with to_keras; the compatibility table gives both of its names this toolkit's
+own row, and the migration check knows the name.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ from compat.estimator import canned
 
 assert "FakeClassifier" in estimator.__all__ and "FakeClassifier" in canned.V1_CLASSES
 assert estimator_v1.FakeClassifier is canned.FakeClassifierV1
+from compat.estimator import compatibility
+for dotted in ("tf.estimator.FakeClassifier", "tf.compat.v1.estimator.FakeClassifier"):  # its table rows
+    row = compatibility.lookup(dotted)
+    assert (row.status, row.note) == (compatibility.DIFFERS, compatibility.OWN_NAME), (dotted, row)
+assert compatibility.lookup("tf.compat.v1.estimator.DNNClassifier").status == compatibility.SAME
 estimator.install()
 assert tf.estimator.FakeClassifier is canned.FakeClassifier
 assert tf.compat.v1.estimator.FakeClassifier is canned.FakeClassifierV1

@@ -233,9 +233,7 @@ def _estimator_name_verdict(name: str) -> compatibility.Entry | None:
             f"{new}): use {new} (--fix rewrites it)",
         )
     if _added_here(name):
-        return compatibility.Entry(
-            compatibility.DIFFERS, "this toolkit's own name, not TF 2.15's: it runs after compat.estimator.install()"
-        )
+        return compatibility.Entry(compatibility.DIFFERS, compatibility.OWN_NAME)
     return compatibility.Entry(compatibility.UNKNOWN, "no such name in this namespace, here or in TF 2.15")
 
 

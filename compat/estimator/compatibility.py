@@ -231,8 +231,7 @@ _ROWS: dict[str, Entry] = {
         "Estimators with a model_fn; a model_to_estimator Estimator is refused: add "
         "the metric to model.compile(metrics=...)",
     ),
-    # -- tf.compat.v1.estimator's own classes (compat/estimator/v1.py)
-    **{f"compat.v1.estimator.{name}": Entry(SAME, _V1_CANNED) for name in V1_CLASSES},
+    # (tf.compat.v1.estimator's canned classes: _canned_rows(), below)
     "compat.v1.estimator.experimental.dnn_logit_fn_builder": Entry(SAME, "TF 1.x's: tf.compat.v1.layers variables"),
     "compat.v1.estimator.experimental.linear_logit_fn_builder": Entry(SAME, "TF 1.x's: tf.compat.v1 linear model"),
     "compat.v1.estimator.experimental.KMeans": Entry(
@@ -400,6 +399,25 @@ def is_known(dotted: str) -> bool:
 @functools.cache
 def _tf215_set() -> frozenset[str]:
     return frozenset(tf215_names())
+
+
+OWN_NAME = "this toolkit's own name, not TF 2.15's: it runs after compat.estimator.install()"
+
+
+def _canned_rows() -> dict[str, Entry]:
+    """The rows of the classes registered in `canned.CANNED`: the TF 1.x twins of TF 2.15's classes are
+    tf.compat.v1.estimator's own; a class TF 2.15 did not have is this toolkit's, in both namespaces."""
+    rows = {}
+    for name in V1_CLASSES:
+        for namespace in ("estimator.", "compat.v1.estimator."):
+            if namespace + name not in _tf215_set():
+                rows[namespace + name] = Entry(DIFFERS, OWN_NAME)
+            elif namespace == "compat.v1.estimator.":
+                rows[namespace + name] = Entry(SAME, _V1_CANNED)
+    return rows
+
+
+_ROWS.update(_canned_rows())
 
 
 def table() -> list[tuple[str, Entry]]:
