@@ -35,6 +35,7 @@ import tensorflow as tf
 import tf_keras
 
 from compat.estimator.canned.metric_keys import MetricKeys
+from compat.estimator.canned.prediction_keys import PredictionKeys
 from compat.estimator.head import BinaryClassHead, MultiClassHead, RegressionHead, base_head
 from compat.estimator.model_fn import EstimatorSpec, ModeKeys
 
@@ -289,10 +290,9 @@ class BinaryClassHeadV1(_V1Training, BinaryClassHead):
     ) -> dict:
         """The metrics of one batch from its tensors (TF 1.x's signature, which libraries' heads call)."""
         del logits  # the logistic carries them
-        losses = _as_list(regularization_loss)
-        return self._update_metric_values(
-            self.metrics(losses), labels, logistic, class_ids, weights, unreduced_loss, losses
-        )
+        predictions = {PredictionKeys.LOGISTIC: logistic, PredictionKeys.CLASS_IDS: class_ids}
+        batch = _batch(predictions, labels, weights, unreduced_loss, regularization_loss)
+        return self._update_metric_values(self.metrics(batch.regularization_losses), batch)
 
     def metrics(self, regularization_losses: Sequence[Any] | None = None) -> dict:
         """The TF2 head's metrics, with TF 1.x's sums of the AUCs."""
@@ -329,8 +329,9 @@ class MultiClassHeadV1(_V1Training, MultiClassHead):
         regularization_loss: tf.Tensor | None,
     ) -> dict:
         """The metrics of one batch from its tensors (TF 1.x's signature, which libraries' heads call)."""
-        losses = _as_list(regularization_loss)
-        return self._update_metric_values(self.metrics(losses), labels, class_ids, weights, unreduced_loss, losses)
+        predictions = {PredictionKeys.CLASS_IDS: class_ids}
+        batch = _batch(predictions, labels, weights, unreduced_loss, regularization_loss)
+        return self._update_metric_values(self.metrics(batch.regularization_losses), batch)
 
 
 class RegressionHeadV1(_V1Training, RegressionHead):
@@ -363,15 +364,16 @@ class RegressionHeadV1(_V1Training, RegressionHead):
         regularization_loss: tf.Tensor | None,
     ) -> dict:
         """The metrics of one batch from its tensors (TF 1.x's signature, which libraries' heads call)."""
-        losses = _as_list(regularization_loss)
-        return self._update_metric_values(
-            self.metrics(losses), predicted_value, labels, weights, unreduced_loss, losses
-        )
+        predictions = {PredictionKeys.PREDICTIONS: predicted_value}
+        batch = _batch(predictions, labels, weights, unreduced_loss, regularization_loss)
+        return self._update_metric_values(self.metrics(batch.regularization_losses), batch)
 
 
-def _as_list(regularization_loss: tf.Tensor | None) -> list | None:
-    """TF 1.x's heads took the regularization loss summed; TF2's take the list of losses."""
-    return None if regularization_loss is None else [regularization_loss]
+def _batch(predictions: dict, labels: Any, weights: Any, unreduced_loss: Any, regularization_loss: Any) -> Any:
+    """A TF 1.x head's batch for its TF2 head's metrics: TF 1.x's heads took the regularization loss summed, TF2's
+    take the list of losses."""
+    losses = None if regularization_loss is None else [regularization_loss]
+    return base_head.MetricBatch(predictions, labels, weights, unreduced_loss, losses)
 
 
 def regression_head(

@@ -21,6 +21,7 @@ key and value for value:
 from __future__ import annotations
 
 import abc
+import dataclasses
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -171,6 +172,26 @@ class Head(abc.ABC):
         return self._create_tpu_estimator_spec(**arguments).as_estimator_spec()
 
 
+@dataclasses.dataclass(frozen=True)
+class MetricBatch:
+    """One evaluation batch as a head's metrics read it: `SingleHead.update_metrics` makes it from the logits;
+    the TF 1.x heads' `_eval_metric_ops` from the tensors they are given.
+
+    Attributes:
+      predictions: the predictions the head's metrics read, by PredictionKeys.
+      labels: the labels as the head's loss reads them (`_processed_labels`).
+      weights: each example's weight (1 without a weight column).
+      unweighted_loss: the per-example loss.
+      regularization_losses: the regularization losses, or None.
+    """
+
+    predictions: Mapping[str, Any]
+    labels: Any
+    weights: Any
+    unweighted_loss: Any
+    regularization_losses: Sequence[Any] | None = None
+
+
 class SingleHead(Head):
     """A head over one logits tensor: builds the EstimatorSpec of each mode from the Head methods.
 
@@ -217,6 +238,29 @@ class SingleHead(Head):
             labels = self._processed_labels(logits, labels)
             unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
             return reduced_training_loss(unweighted_loss, weights, self.loss_reduction, regularization_losses)
+
+    # the prediction keys a subclass's metrics read
+    _metric_predictions: tuple[str, ...] = ()
+
+    def update_metrics(
+        self,
+        eval_metrics: dict,
+        features: Any,
+        logits: Any,
+        labels: Any,
+        regularization_losses: Sequence[Any] | None = None,
+    ) -> dict:
+        """Updates the metrics of `metrics()` with one batch, weighted by the example weights."""
+        predictions = self.predictions(logits, self._metric_predictions)
+        logits = check_logits_final_dim(logits, self.logits_dimension)
+        labels = self._processed_labels(logits, labels)
+        unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
+        batch = MetricBatch(predictions, labels, weights, unweighted_loss, regularization_losses)
+        return self._update_metric_values(eval_metrics, batch)
+
+    @abc.abstractmethod
+    def _update_metric_values(self, eval_metrics: dict, batch: MetricBatch) -> dict:
+        """Updates `eval_metrics` (from `metrics()`) with `batch` and returns them."""
 
     @abc.abstractmethod
     def export_outputs(self, predictions: dict) -> dict:

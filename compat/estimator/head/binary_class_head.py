@@ -175,42 +175,13 @@ class BinaryClassHead(base_head.ThresholdedHead):
             self._add_regularization_and_threshold_metrics(eval_metrics, regularization_losses)
         return eval_metrics
 
-    def update_metrics(
-        self,
-        eval_metrics: dict,
-        features: Any,
-        logits: Any,
-        labels: Any,
-        regularization_losses: Sequence[Any] | None = None,
-    ) -> dict:
-        """Updates the metrics of `metrics()` with one batch; class ids for accuracy, precision and recall, the
-        logistic for the means, AUCs and threshold metrics, all weighted by the example weights."""
-        predictions = self.predictions(logits, [PredictionKeys.CLASS_IDS, PredictionKeys.LOGISTIC])
-        logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-        labels = self._processed_labels(logits, labels)
-        unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
-        return self._update_metric_values(
-            eval_metrics,
-            labels,
-            predictions[PredictionKeys.LOGISTIC],
-            predictions[PredictionKeys.CLASS_IDS],
-            weights,
-            unweighted_loss,
-            regularization_losses,
-        )
+    _metric_predictions = (PredictionKeys.CLASS_IDS, PredictionKeys.LOGISTIC)
 
-    def _update_metric_values(
-        self,
-        eval_metrics: dict,
-        labels: tf.Tensor,
-        logistic: tf.Tensor,
-        class_ids: tf.Tensor,
-        weights: Any,
-        unweighted_loss: tf.Tensor,
-        regularization_losses: Sequence[Any] | None,
-    ) -> dict:
-        """`update_metrics` from the batch's processed labels, predictions, weights and unweighted loss."""
+    def _update_metric_values(self, eval_metrics: dict, batch: base_head.MetricBatch) -> dict:
+        """Class ids for accuracy, precision and recall, the logistic for the means, AUCs and threshold metrics."""
         keys, key = MetricKeys, self._summary_key
+        labels, weights, unweighted_loss = batch.labels, batch.weights, batch.unweighted_loss
+        logistic, class_ids = batch.predictions[PredictionKeys.LOGISTIC], batch.predictions[PredictionKeys.CLASS_IDS]
         eval_metrics[key(keys.LOSS_MEAN)].update_state(values=unweighted_loss, sample_weight=weights)
         for name in (keys.ACCURACY, keys.PRECISION, keys.RECALL):
             eval_metrics[key(name)].update_state(y_true=labels, y_pred=class_ids, sample_weight=weights)
@@ -221,7 +192,7 @@ class BinaryClassHead(base_head.ThresholdedHead):
         for name in (keys.AUC, keys.AUC_PR):
             eval_metrics[key(name)].update_state(y_true=labels, y_pred=logistic, sample_weight=auc_weights)
         self._update_regularization_and_threshold_metrics(
-            eval_metrics, labels, logistic, weights, regularization_losses
+            eval_metrics, labels, logistic, weights, batch.regularization_losses
         )
         return eval_metrics
 

@@ -148,37 +148,15 @@ class MultiClassHead(base_head.SingleHead):
             eval_metrics[key(keys.ACCURACY)] = tf_keras.metrics.Accuracy(name=keys.ACCURACY)
         return eval_metrics
 
-    def update_metrics(
-        self,
-        eval_metrics: dict,
-        features: Any,
-        logits: Any,
-        labels: Any,
-        regularization_losses: Sequence[Any] | None = None,
-    ) -> dict:
-        """Updates the metrics of `metrics()` with one batch, weighted by the example weights."""
-        class_ids = self.predictions(logits, [PredictionKeys.CLASS_IDS])[PredictionKeys.CLASS_IDS]
-        logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-        label_ids = self._processed_labels(logits, labels)
-        unweighted_loss, weights = self._unweighted_loss_and_weights(logits, label_ids, features)
-        return self._update_metric_values(
-            eval_metrics, label_ids, class_ids, weights, unweighted_loss, regularization_losses
-        )
+    _metric_predictions = (PredictionKeys.CLASS_IDS,)
 
-    def _update_metric_values(
-        self,
-        eval_metrics: dict,
-        label_ids: tf.Tensor,
-        class_ids: tf.Tensor,
-        weights: Any,
-        unweighted_loss: tf.Tensor,
-        regularization_losses: Sequence[Any] | None,
-    ) -> dict:
-        """`update_metrics` from the batch's label ids, class ids, weights and unweighted loss."""
+    def _update_metric_values(self, eval_metrics: dict, batch: base_head.MetricBatch) -> dict:
+        """The mean loss and the accuracy of the class ids against the label ids."""
         keys, key = MetricKeys, self._summary_key
-        eval_metrics[key(keys.LOSS_MEAN)].update_state(values=unweighted_loss, sample_weight=weights)
-        eval_metrics[key(keys.ACCURACY)].update_state(y_true=label_ids, y_pred=class_ids, sample_weight=weights)
-        base_head.update_regularization_metric(eval_metrics, key(keys.LOSS_REGULARIZATION), regularization_losses)
+        weights, class_ids = batch.weights, batch.predictions[PredictionKeys.CLASS_IDS]
+        eval_metrics[key(keys.LOSS_MEAN)].update_state(values=batch.unweighted_loss, sample_weight=weights)
+        eval_metrics[key(keys.ACCURACY)].update_state(y_true=batch.labels, y_pred=class_ids, sample_weight=weights)
+        base_head.update_regularization_metric(eval_metrics, key(keys.LOSS_REGULARIZATION), batch.regularization_losses)
         return eval_metrics
 
     def export_outputs(self, predictions: dict) -> dict:

@@ -200,25 +200,17 @@ class MultiLabelHead(base_head.ThresholdedHead):
                 eval_metrics[auc_pr] = tf_keras.metrics.AUC(curve="PR", name=auc_pr)
         return eval_metrics
 
-    def update_metrics(
-        self,
-        eval_metrics: dict,
-        features: Any,
-        logits: Any,
-        labels: Any,
-        regularization_losses: Sequence[Any] | None = None,
-    ) -> dict:
-        """Updates the metrics of `metrics()` with one batch, weighted by the example weights."""
+    _metric_predictions = (PredictionKeys.PROBABILITIES,)
+
+    def _update_metric_values(self, eval_metrics: dict, batch: base_head.MetricBatch) -> dict:
+        """The mean loss, the AUCs, the threshold metrics and each chosen class's, from the probabilities."""
         keys, key = MetricKeys, self._summary_key
-        logits = base_head.check_logits_final_dim(logits, self.logits_dimension)
-        labels = self._processed_labels(logits, labels)
-        unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
-        probabilities = self.predictions(logits, [PredictionKeys.PROBABILITIES])[PredictionKeys.PROBABILITIES]
-        eval_metrics[key(keys.LOSS_MEAN)].update_state(values=unweighted_loss, sample_weight=weights)
+        labels, weights, probabilities = batch.labels, batch.weights, batch.predictions[PredictionKeys.PROBABILITIES]
+        eval_metrics[key(keys.LOSS_MEAN)].update_state(values=batch.unweighted_loss, sample_weight=weights)
         for name in (keys.AUC, keys.AUC_PR):
             eval_metrics[key(name)].update_state(y_true=labels, y_pred=probabilities, sample_weight=weights)
         self._update_regularization_and_threshold_metrics(
-            eval_metrics, labels, probabilities, weights, regularization_losses
+            eval_metrics, labels, probabilities, weights, batch.regularization_losses
         )
         for class_id, (probability_mean, auc, auc_pr) in zip(
             self._classes_for_class_based_metrics, self._per_class_keys()

@@ -110,38 +110,16 @@ class RegressionHead(base_head.SingleHead):
                 eval_metrics[key(keys.LOSS_REGULARIZATION)] = tf_keras.metrics.Mean(name=keys.LOSS_REGULARIZATION)
         return eval_metrics
 
-    def update_metrics(
-        self,
-        eval_metrics: dict,
-        features: Any,
-        logits: Any,
-        labels: Any,
-        regularization_losses: Sequence[Any] | None = None,
-    ) -> dict:
-        """Updates the metrics of `metrics()` with one batch, weighted by the example (or value) weights."""
-        predicted = self.predictions(logits)[PredictionKeys.PREDICTIONS]
-        logits = base_head.check_logits_final_dim(logits, self._logits_dimension)
-        labels = self._processed_labels(logits, labels)
-        unweighted_loss, weights = self._unweighted_loss_and_weights(logits, labels, features)
-        return self._update_metric_values(
-            eval_metrics, predicted, labels, weights, unweighted_loss, regularization_losses
-        )
+    _metric_predictions = (PredictionKeys.PREDICTIONS,)
 
-    def _update_metric_values(
-        self,
-        eval_metrics: dict,
-        predicted: tf.Tensor,
-        labels: tf.Tensor,
-        weights: Any,
-        unweighted_loss: tf.Tensor,
-        regularization_losses: Sequence[Any] | None,
-    ) -> dict:
-        """`update_metrics` from the batch's predicted values, processed labels, weights and unweighted loss."""
+    def _update_metric_values(self, eval_metrics: dict, batch: base_head.MetricBatch) -> dict:
+        """The mean loss, label and predicted value, weighted by the example (or value) weights."""
         keys, key = MetricKeys, self._summary_key
-        eval_metrics[key(keys.LOSS_MEAN)].update_state(values=unweighted_loss, sample_weight=weights)
-        eval_metrics[key(keys.LABEL_MEAN)].update_state(values=labels, sample_weight=weights)
+        weights, predicted = batch.weights, batch.predictions[PredictionKeys.PREDICTIONS]
+        eval_metrics[key(keys.LOSS_MEAN)].update_state(values=batch.unweighted_loss, sample_weight=weights)
+        eval_metrics[key(keys.LABEL_MEAN)].update_state(values=batch.labels, sample_weight=weights)
         base_head.update_metric_with_broadcast_weights(eval_metrics[key(keys.PREDICTION_MEAN)], predicted, weights)
-        base_head.update_regularization_metric(eval_metrics, key(keys.LOSS_REGULARIZATION), regularization_losses)
+        base_head.update_regularization_metric(eval_metrics, key(keys.LOSS_REGULARIZATION), batch.regularization_losses)
         return eval_metrics
 
     def export_outputs(self, predictions: dict) -> dict:
