@@ -33,7 +33,8 @@ import tf_keras
 from compat.core import tf_internals
 from compat.estimator.canned import optimizers
 from compat.estimator.canned.metric_keys import MetricKeys
-from compat.estimator.export.export_output import ClassificationOutput
+from compat.estimator.canned.prediction_keys import PredictionKeys
+from compat.estimator.export.export_output import ClassificationOutput, PredictOutput
 from compat.estimator.model_fn import EstimatorSpec, ModeKeys
 
 DEFAULT_SERVING_KEY = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
@@ -759,6 +760,19 @@ def classification_output(
 ) -> ClassificationOutput:
     """The `classification` signature: the scores and, since it needs strings, every class name."""
     return ClassificationOutput(scores=scores, classes=all_classes(scores, n_classes, label_vocabulary))
+
+
+def classifier_export_outputs(
+    predictions: Mapping[str, Any], n_classes: Any, label_vocabulary: Sequence[str] | None
+) -> dict:
+    """A classifier head's signatures: serving_default and classification (each class's probability and name)
+    and predict (all predictions)."""
+    classifier = classification_output(predictions[PredictionKeys.PROBABILITIES], n_classes, label_vocabulary)
+    return {
+        DEFAULT_SERVING_KEY: classifier,
+        CLASSIFY_SERVING_KEY: classifier,
+        PREDICT_SERVING_KEY: PredictOutput(dict(predictions)),
+    }
 
 
 # --- training ----------------------------------------------------------------------------------------------------

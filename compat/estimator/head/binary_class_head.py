@@ -15,7 +15,7 @@ import tf_keras
 
 from compat.estimator.canned.metric_keys import MetricKeys
 from compat.estimator.canned.prediction_keys import PredictionKeys
-from compat.estimator.export.export_output import PredictOutput, RegressionOutput
+from compat.estimator.export.export_output import RegressionOutput
 from compat.estimator.head import base_head
 
 _VALID_KEYS = (
@@ -198,14 +198,10 @@ class BinaryClassHead(base_head.ThresholdedHead):
 
     def export_outputs(self, predictions: dict) -> dict:
         """serving_default and classification: scores and class names; regression: the logistic; predict: all."""
-        classifier = base_head.classification_output(
-            predictions[PredictionKeys.PROBABILITIES], 2, self._label_vocabulary
-        )
+        regression = RegressionOutput(value=predictions[PredictionKeys.LOGISTIC])
         return {
-            base_head.DEFAULT_SERVING_KEY: classifier,
-            base_head.CLASSIFY_SERVING_KEY: classifier,
-            base_head.REGRESS_SERVING_KEY: RegressionOutput(value=predictions[PredictionKeys.LOGISTIC]),
-            base_head.PREDICT_SERVING_KEY: PredictOutput(predictions),
+            **base_head.classifier_export_outputs(predictions, 2, self._label_vocabulary),
+            base_head.REGRESS_SERVING_KEY: regression,
         }
 
 

@@ -15,7 +15,6 @@ import tf_keras
 
 from compat.estimator.canned.metric_keys import MetricKeys
 from compat.estimator.canned.prediction_keys import PredictionKeys
-from compat.estimator.export.export_output import PredictOutput
 from compat.estimator.head import base_head
 
 _VALID_KEYS = (
@@ -161,14 +160,7 @@ class MultiClassHead(base_head.SingleHead):
 
     def export_outputs(self, predictions: dict) -> dict:
         """serving_default and classification: scores and class names; predict: all predictions."""
-        classifier = base_head.classification_output(
-            predictions[PredictionKeys.PROBABILITIES], self._n_classes, self._label_vocabulary
-        )
-        return {
-            base_head.DEFAULT_SERVING_KEY: classifier,
-            base_head.CLASSIFY_SERVING_KEY: classifier,
-            base_head.PREDICT_SERVING_KEY: PredictOutput(predictions),
-        }
+        return base_head.classifier_export_outputs(predictions, self._n_classes, self._label_vocabulary)
 
 
 __all__ = ["MultiClassHead"]
