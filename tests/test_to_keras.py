@@ -784,3 +784,19 @@ def test_input_keys_python_cannot_take_get_distinct_parameter_names():
 def test_what_is_not_an_estimator_is_refused_in_one_line():
     with pytest.raises(ValueError, match="to_keras converts an Estimator of compat.estimator"):
         estimator.to_keras(object())
+
+
+def test_a_canned_class_built_with_another_head_keeps_no_native_recipe():
+    """The native models reproduce the canned heads only (sigmoid, softmax, identity). A canned class built with
+    another head, such as a Poisson regression's exp(logits), gets no native recipe, so to_keras converts it
+    through its export rather than to a model that predicts its logits."""
+    from compat.estimator.canned.recipe import CannedRecipe
+
+    columns = [tf.feature_column.numeric_column("x")]
+    for head in (estimator.RegressionHead(), estimator_v1.RegressionHead()):
+        assert CannedRecipe.from_arguments("R", {"head": head, "feature_columns": columns}, "linear") is not None
+    for head in (estimator.PoissonRegressionHead(), estimator.LogisticRegressionHead()):
+        assert CannedRecipe.from_arguments("R", {"head": head, "feature_columns": columns}, "linear") is None
+    for canned in (estimator.LinearRegressor(columns), estimator.DNNClassifier([2], columns, n_classes=3),
+                   estimator_v1.LinearClassifier(columns), estimator.BaselineRegressor()):
+        assert canned.keras_recipe is not None, type(canned).__name__

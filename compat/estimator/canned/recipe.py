@@ -24,6 +24,18 @@ def native_classes() -> list[str]:
     return [name for module in NETWORKS for name in CANNED[module] if not name.endswith("Estimator")]
 
 
+# The heads a native model reproduces (keras_canned.py: a sigmoid for two classes, a softmax, the identity for a
+# regressor): TF 2.15's canned heads and their TF 1.x twins, by class name, since this module imports no TensorFlow.
+# A class built with another head (a subclass's, or a Poisson regression's exp) converts through its export.
+_NATIVE_HEADS = (
+    "BinaryClassHead",
+    "MultiClassHead",
+    "RegressionHead",
+    "BinaryClassHeadV1",
+    "MultiClassHeadV1",
+    "RegressionHeadV1",
+)
+
 # The canned classes' constructor arguments (TF 2.15's names) and the recipe field each fills.
 _FIELDS = {
     "n_classes": "n_classes",
@@ -72,18 +84,25 @@ class CannedRecipe:
     baseline: bool = False
 
     @classmethod
-    def from_arguments(cls, kind: str, arguments: dict[str, Any], network: str) -> CannedRecipe:
+    def from_arguments(cls, kind: str, arguments: dict[str, Any], network: str) -> CannedRecipe | None:
         """A recipe from a canned class's constructor arguments by TF 2.15's names (its `locals()`): the
         same names mean the same in every class.
 
         Args:
           kind: the class's name (the Keras model's name, and messages).
-          arguments: the constructor's arguments by name.
+          arguments: the constructor's arguments by name, with the `head` it built if it built one.
           network: "dnn", "linear", "dnn_linear_combined" or "baseline" (the module the class lives in):
             what `feature_columns` feed, and whether the model is a Baseline's bias alone.
+
+        Returns:
+          The recipe, or None when `head` is not one a native model reproduces (the class then converts
+          through its export, rather than to a model that would predict something else).
         """
         if network not in NETWORKS:
             raise ValueError(f"network must be one of {NETWORKS}, not {network!r}")
+        head = arguments.get("head")
+        if head is not None and type(head).__name__ not in _NATIVE_HEADS:
+            return None
         settings: dict[str, Any] = {"baseline": network == "baseline"}
         for argument, value in arguments.items():
             field = _FIELDS.get(argument)
