@@ -1,4 +1,5 @@
-"""docs/architecture.md's recipe for a canned estimator: its module and one entry in CANNED, nothing else.
+"""docs/architecture.md's recipe for a canned estimator: its module and one entry in CANNED (the by-hand rest,
+type checkers' imports and docs, is checked by tests/test_architecture.py and tests/test_compatibility.py).
 
 A copy of the package (this project's own code) gets a fake canned module and the one registry line; a
 program then reaches the new class by every name a canned class has: tf.estimator's (compat.estimator,

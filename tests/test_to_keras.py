@@ -787,15 +787,22 @@ def test_what_is_not_an_estimator_is_refused_in_one_line():
 
 
 def test_a_canned_class_built_with_another_head_keeps_no_native_recipe():
-    """The native models reproduce the canned heads only (sigmoid, softmax, identity). A canned class built with
-    another head, such as a Poisson regression's exp(logits), gets no native recipe, so to_keras converts it
-    through its export rather than to a model that predicts its logits."""
+    """The native models reproduce the canned heads only (sigmoid, softmax, identity, each with its own loss). A
+    canned class built with another head, such as a Poisson regression's exp(logits) or a TF 1.x head given a
+    link, gets no native recipe, so to_keras converts it through its export rather than to a model that predicts
+    its logits."""
     from compat.estimator.canned.recipe import CannedRecipe
 
     columns = [tf.feature_column.numeric_column("x")]
     for head in (estimator.RegressionHead(), estimator_v1.RegressionHead()):
         assert CannedRecipe.from_arguments("R", {"head": head, "feature_columns": columns}, "linear") is not None
-    for head in (estimator.PoissonRegressionHead(), estimator.LogisticRegressionHead()):
+    from compat.estimator.canned.v1_heads import RegressionHeadV1
+
+    others = (estimator.PoissonRegressionHead(), estimator.LogisticRegressionHead(),
+              RegressionHeadV1(inverse_link_fn=tf.math.sigmoid),  # a TF 1.x twin with a link of its own
+              estimator.BinaryClassHead(loss_fn=lambda labels, logits: tf.abs(labels - logits)))  # another loss
+    for head in others:
+        assert head.native_keras_output is None
         assert CannedRecipe.from_arguments("R", {"head": head, "feature_columns": columns}, "linear") is None
     for canned in (estimator.LinearRegressor(columns), estimator.DNNClassifier([2], columns, n_classes=3),
                    estimator_v1.LinearClassifier(columns), estimator.BaselineRegressor()):

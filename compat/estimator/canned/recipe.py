@@ -24,18 +24,6 @@ def native_classes() -> list[str]:
     return [name for module in NETWORKS for name in CANNED[module] if not name.endswith("Estimator")]
 
 
-# The heads a native model reproduces (keras_canned.py: a sigmoid for two classes, a softmax, the identity for a
-# regressor): TF 2.15's canned heads and their TF 1.x twins, by class name, since this module imports no TensorFlow.
-# A class built with another head (a subclass's, or a Poisson regression's exp) converts through its export.
-_NATIVE_HEADS = (
-    "BinaryClassHead",
-    "MultiClassHead",
-    "RegressionHead",
-    "BinaryClassHeadV1",
-    "MultiClassHeadV1",
-    "RegressionHeadV1",
-)
-
 # The canned classes' constructor arguments (TF 2.15's names) and the recipe field each fills.
 _FIELDS = {
     "n_classes": "n_classes",
@@ -95,13 +83,14 @@ class CannedRecipe:
             what `feature_columns` feed, and whether the model is a Baseline's bias alone.
 
         Returns:
-          The recipe, or None when `head` is not one a native model reproduces (the class then converts
-          through its export, rather than to a model that would predict something else).
+          The recipe, or None when a native model does not reproduce `head` (its `native_keras_output`:
+          a custom loss or link): the class then converts through its export, rather than to a model that
+          would predict or train otherwise.
         """
         if network not in NETWORKS:
             raise ValueError(f"network must be one of {NETWORKS}, not {network!r}")
         head = arguments.get("head")
-        if head is not None and type(head).__name__ not in _NATIVE_HEADS:
+        if head is not None and head.native_keras_output is None:
             return None
         settings: dict[str, Any] = {"baseline": network == "baseline"}
         for argument, value in arguments.items():

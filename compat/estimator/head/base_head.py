@@ -86,6 +86,13 @@ class Head(abc.ABC):
         """The head's name: metric and summary keys get the suffix `/<name>`; MultiHead keys on it."""
 
     @property
+    def native_keras_output(self) -> str | None:
+        """This toolkit's, not TF 2.15's: the activation ("sigmoid", "softmax" or "identity") with which a native
+        Keras model's output reproduces this head's predictions and training loss (`to_keras` of a canned
+        Estimator), or None when none does (a custom loss or link): such an Estimator converts through its export."""
+        return None
+
+    @property
     @abc.abstractmethod
     def logits_dimension(self) -> Any:
         """The size of the logits' last dimension (classes, labels or values per example)."""

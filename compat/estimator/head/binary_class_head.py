@@ -99,6 +99,10 @@ class BinaryClassHead(base_head.ThresholdedHead):
         self._name = name
 
     @property
+    def native_keras_output(self) -> str | None:
+        return "sigmoid" if self._loss_fn is None else None
+
+    @property
     def logits_dimension(self) -> int:
         return 1
 

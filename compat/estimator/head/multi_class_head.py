@@ -77,6 +77,10 @@ class MultiClassHead(base_head.SingleHead):
         self._name = name
 
     @property
+    def native_keras_output(self) -> str | None:
+        return "softmax" if self._loss_fn is None else None
+
+    @property
     def logits_dimension(self) -> Any:
         return self._n_classes
 

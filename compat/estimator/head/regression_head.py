@@ -61,6 +61,10 @@ class RegressionHead(base_head.SingleHead):
         self._name = name
 
     @property
+    def native_keras_output(self) -> str | None:
+        return "identity" if self._loss_fn is None and self._inverse_link_fn is None else None
+
+    @property
     def logits_dimension(self) -> int:
         return self._logits_dimension
 
