@@ -88,22 +88,19 @@ def baseline_model_fn(
     )
 
 
-def _model_fn(head: Any, optimizer: Any, weight_column: Any = None) -> Callable:
-    optimizer = optimizers.checked_optimizer_argument(optimizer)
-
-    def model_fn(features, labels, mode, config):
-        return baseline_model_fn(
-            features, labels, mode, head, optimizer=optimizer, weight_column=weight_column, config=config
-        )
-
-    return model_fn
+def _model_fn(api: common.Api, head: Any, optimizer: Any, weight_column: Any = None) -> Callable:
+    """The model_fn of a Baseline class of `api`."""
+    family_model_fn = baseline_model_fn_v1 if api.v1 else baseline_model_fn
+    return common.model_fn_calling(
+        family_model_fn, head, optimizer=api.checked_optimizer(optimizer), weight_column=weight_column
+    )
 
 
 class BaselineEstimator(Estimator):
     """tf.estimator.BaselineEstimator: the bias-only model with any head (e.g. tf.estimator.MultiLabelHead)."""
 
     def __init__(self, head: Any, model_dir: str | None = None, optimizer: Any = "Ftrl", config: Any = None):
-        super().__init__(model_fn=_model_fn(head, optimizer), model_dir=model_dir, config=config)
+        super().__init__(model_fn=_model_fn(common.TF2, head, optimizer), model_dir=model_dir, config=config)
 
 
 class BaselineClassifier(Estimator):
@@ -120,7 +117,9 @@ class BaselineClassifier(Estimator):
         loss_reduction: str = common.SUM_OVER_BATCH_SIZE,
     ):
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(model_fn=_model_fn(head, optimizer, weight_column), model_dir=model_dir, config=config)
+        super().__init__(
+            model_fn=_model_fn(common.TF2, head, optimizer, weight_column), model_dir=model_dir, config=config
+        )
         self.keras_recipe = CannedRecipe.from_arguments("BaselineClassifier", locals(), network="baseline")
 
 
@@ -140,7 +139,7 @@ class BaselineRegressor(Estimator):
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
         # as TF 2.15: the weight column weighs the loss (the head), and is counted among the features' batch sizes
-        super().__init__(model_fn=_model_fn(head, optimizer), model_dir=model_dir, config=config)
+        super().__init__(model_fn=_model_fn(common.TF2, head, optimizer), model_dir=model_dir, config=config)
         self.keras_recipe = CannedRecipe.from_arguments("BaselineRegressor", locals(), network="baseline")
 
 
@@ -181,23 +180,12 @@ def baseline_model_fn_v1(
     return v1_heads.v1_estimator_spec(head, features, mode, labels, logits, train_op_fn=train_op_fn)
 
 
-def _model_fn_v1(head: Any, optimizer: Any, weight_column: Any = None) -> Callable:
-    optimizer = optimizers.checked_v1_optimizer_argument(optimizer)
-
-    def model_fn(features, labels, mode, config):
-        return baseline_model_fn_v1(
-            features, labels, mode, head, optimizer=optimizer, weight_column=weight_column, config=config
-        )
-
-    return model_fn
-
-
 class BaselineEstimatorV1(Estimator):
     """tf.compat.v1.estimator.BaselineEstimator: the bias-only model with any head, trained by a tf.compat.v1.train
     optimizer (a TF2 head reduces its loss as it says, as in TF 2.15)."""
 
     def __init__(self, head: Any, model_dir: str | None = None, optimizer: Any = "Ftrl", config: Any = None):
-        super().__init__(model_fn=_model_fn_v1(head, optimizer), model_dir=model_dir, config=config)
+        super().__init__(model_fn=_model_fn(common.TF1, head, optimizer), model_dir=model_dir, config=config)
 
 
 class BaselineClassifierV1(Estimator):
@@ -214,7 +202,9 @@ class BaselineClassifierV1(Estimator):
         loss_reduction: str = v1_heads.V1Reduction.SUM,
     ):
         head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(model_fn=_model_fn_v1(head, optimizer, weight_column), model_dir=model_dir, config=config)
+        super().__init__(
+            model_fn=_model_fn(common.TF1, head, optimizer, weight_column), model_dir=model_dir, config=config
+        )
         self.keras_recipe = CannedRecipe.from_arguments("BaselineClassifierV1", locals(), network="baseline")
 
 
@@ -234,7 +224,7 @@ class BaselineRegressorV1(Estimator):
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
         # as TF 2.15: the weight column weighs the loss, and is counted among the features' batch sizes
-        super().__init__(model_fn=_model_fn_v1(head, optimizer), model_dir=model_dir, config=config)
+        super().__init__(model_fn=_model_fn(common.TF1, head, optimizer), model_dir=model_dir, config=config)
         self.keras_recipe = CannedRecipe.from_arguments("BaselineRegressorV1", locals(), network="baseline")
 
 

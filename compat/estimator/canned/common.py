@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import tensorflow as tf
 
 from compat.core import tf_internals
+from compat.estimator.canned import optimizers
 from compat.estimator.head import BinaryClassHead, MultiClassHead
 from compat.estimator.head.base_head import Reduction
 
@@ -36,12 +38,32 @@ def classifier_head(
     )
 
 
-def estimator_arguments(model_fn_for: Callable[..., Callable], head: Any, arguments: Mapping[str, Any]) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Api:
+    """Which of a family's two class sets a canned class is: TF2's or the TF 1.x twins (tf.compat.v1.estimator),
+    whose model_fns build TF 1.x's variables and take tf.compat.v1.train optimizers.
+
+    Attributes:
+      v1: whether it is the TF 1.x twins'.
+      checked_optimizer: how the constructors check an `optimizer` argument.
+    """
+
+    v1: bool
+    checked_optimizer: Callable[[Any], Any]
+
+
+TF2 = Api(False, optimizers.checked_optimizer_argument)
+TF1 = Api(True, optimizers.checked_v1_optimizer_argument)
+
+
+def estimator_arguments(
+    model_fn_for: Callable[..., Callable], api: Api, head: Any, arguments: Mapping[str, Any]
+) -> dict:
     """`Estimator.__init__`'s arguments for a canned class, from its constructor's `locals()`: the model_fn that
-    `model_fn_for(head, ...)` makes of the constructor arguments it names, and the folder, config and warm start
-    (those the class takes: TF 2.15's Baseline classes took no warm start)."""
-    named = list(inspect.signature(model_fn_for).parameters)[1:]
-    model_fn = model_fn_for(head, **{name: arguments[name] for name in named if name in arguments})
+    its family's `model_fn_for(api, head, ...)` makes of the constructor arguments it names, and the folder,
+    config and warm start (those the class takes: TF 2.15's Baseline classes took no warm start)."""
+    named = list(inspect.signature(model_fn_for).parameters)[2:]
+    model_fn = model_fn_for(api, head, **{name: arguments[name] for name in named if name in arguments})
     passed = {name: arguments[name] for name in ("model_dir", "config", "warm_start_from") if name in arguments}
     return {"model_fn": model_fn, **passed}
 

@@ -170,6 +170,7 @@ def dnn_model_fn(
 
 
 def _model_fn(
+    api: common.Api,
     head: Any,
     hidden_units: Sequence[int],
     feature_columns: Sequence,
@@ -177,19 +178,16 @@ def _model_fn(
     activation_fn: Callable,
     dropout: float | None,
     batch_norm: bool,
+    input_layer_partitioner: Any = None,
 ) -> Callable:
-    optimizer = optimizers.checked_optimizer_argument(optimizer)
+    """The model_fn of a DNN class of `api` (TF 1.x's take an `input_layer_partitioner`)."""
+    settings = {"optimizer": api.checked_optimizer(optimizer), "activation_fn": activation_fn, "dropout": dropout}
+    if api.v1:
+        settings["input_layer_partitioner"] = input_layer_partitioner
+    family_model_fn = dnn_model_fn_v1 if api.v1 else dnn_model_fn
     feature_columns = tuple(feature_columns or ())
-
     return common.model_fn_calling(
-        dnn_model_fn,
-        head,
-        hidden_units,
-        feature_columns,
-        optimizer=optimizer,
-        activation_fn=activation_fn,
-        dropout=dropout,
-        batch_norm=batch_norm,
+        family_model_fn, head, hidden_units, feature_columns, batch_norm=batch_norm, **settings
     )
 
 
@@ -209,7 +207,7 @@ class DNNEstimator(Estimator):
         warm_start_from: Any = None,
         batch_norm: bool = False,
     ):
-        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF2, head, locals()))
 
 
 class DNNClassifier(Estimator):
@@ -232,7 +230,7 @@ class DNNClassifier(Estimator):
         batch_norm: bool = False,
     ):
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF2, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("DNNClassifier", locals(), network="dnn")
 
 
@@ -257,7 +255,7 @@ class DNNRegressor(Estimator):
         head = RegressionHead(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
-        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF2, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("DNNRegressor", locals(), network="dnn")
 
 
@@ -388,32 +386,6 @@ def dnn_model_fn_v1(
         return v1_heads.v1_estimator_spec(head, features, mode, labels, logits, optimizer=optimizer)
 
 
-def _model_fn_v1(
-    head: Any,
-    hidden_units: Sequence[int],
-    feature_columns: Sequence,
-    optimizer: Any,
-    activation_fn: Callable,
-    dropout: float | None,
-    input_layer_partitioner: Any,
-    batch_norm: bool,
-) -> Callable:
-    optimizer = optimizers.checked_v1_optimizer_argument(optimizer)
-    feature_columns = tuple(feature_columns or ())
-
-    return common.model_fn_calling(
-        dnn_model_fn_v1,
-        head,
-        hidden_units,
-        feature_columns,
-        optimizer=optimizer,
-        activation_fn=activation_fn,
-        dropout=dropout,
-        input_layer_partitioner=input_layer_partitioner,
-        batch_norm=batch_norm,
-    )
-
-
 class DNNEstimatorV1(Estimator):
     """tf.compat.v1.estimator.DNNEstimator: TF 1.x's DNN with any head. A TF2 head (tf.estimator.*Head) trains
     with the v1 optimizer through its `train_op_fn` (TF 2.15 refused the v1 optimizer there)."""
@@ -432,7 +404,7 @@ class DNNEstimatorV1(Estimator):
         warm_start_from: Any = None,
         batch_norm: bool = False,
     ):
-        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF1, head, locals()))
 
 
 class DNNClassifierV1(Estimator):
@@ -457,7 +429,7 @@ class DNNClassifierV1(Estimator):
         batch_norm: bool = False,
     ):
         head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF1, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("DNNClassifierV1", locals(), network="dnn")
 
 
@@ -483,7 +455,7 @@ class DNNRegressorV1(Estimator):
         head = v1_heads.RegressionHeadV1(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
-        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF1, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("DNNRegressorV1", locals(), network="dnn")
 
 

@@ -136,6 +136,7 @@ def _linear_part(
 
 
 def _model_fn(
+    api: common.Api,
     head: Any,
     linear_feature_columns: Sequence | None,
     linear_optimizer: Any,
@@ -146,28 +147,30 @@ def _model_fn(
     dnn_dropout: float | None,
     batch_norm: bool,
     linear_sparse_combiner: str,
+    input_layer_partitioner: Any = None,
 ) -> Callable:
+    """The model_fn of a wide-and-deep class of `api` (TF 1.x's take an `input_layer_partitioner`)."""
     linear_feature_columns = tuple(linear_feature_columns or ())
     dnn_feature_columns = tuple(dnn_feature_columns or ())
     if not linear_feature_columns and not dnn_feature_columns:
         raise ValueError("Either linear_feature_columns or dnn_feature_columns must be defined.")
     common.check_sparse_combiner(linear_sparse_combiner)
-    linear_optimizer = optimizers.checked_optimizer_argument(linear_optimizer)
-    dnn_optimizer = optimizers.checked_optimizer_argument(dnn_optimizer)
-
-    return common.model_fn_calling(
-        dnn_linear_combined_model_fn,
-        head,
-        linear_feature_columns=linear_feature_columns,
-        linear_optimizer=linear_optimizer,
-        dnn_feature_columns=dnn_feature_columns,
-        dnn_optimizer=dnn_optimizer,
-        dnn_hidden_units=dnn_hidden_units,
-        dnn_activation_fn=dnn_activation_fn,
-        dnn_dropout=dnn_dropout,
-        batch_norm=batch_norm,
-        linear_sparse_combiner=linear_sparse_combiner,
-    )
+    settings = {
+        "linear_feature_columns": linear_feature_columns,
+        "linear_optimizer": api.checked_optimizer(linear_optimizer),
+        "dnn_feature_columns": dnn_feature_columns,
+        "dnn_optimizer": api.checked_optimizer(dnn_optimizer),
+        "dnn_hidden_units": dnn_hidden_units,
+        "dnn_activation_fn": dnn_activation_fn,
+        "dnn_dropout": dnn_dropout,
+        "batch_norm": batch_norm,
+        "linear_sparse_combiner": linear_sparse_combiner,
+    }
+    if api.v1:
+        return common.model_fn_calling(
+            dnn_linear_combined_model_fn_v1, head, input_layer_partitioner=input_layer_partitioner, **settings
+        )
+    return common.model_fn_calling(dnn_linear_combined_model_fn, head, **settings)
 
 
 class DNNLinearCombinedEstimator(Estimator):
@@ -192,7 +195,7 @@ class DNNLinearCombinedEstimator(Estimator):
         linear_sparse_combiner: str = "sum",
         warm_start_from: Any = None,
     ):
-        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF2, head, locals()))
 
 
 class DNNLinearCombinedClassifier(Estimator):
@@ -218,7 +221,7 @@ class DNNLinearCombinedClassifier(Estimator):
         linear_sparse_combiner: str = "sum",
     ):
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF2, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments(
             "DNNLinearCombinedClassifier", locals(), network="dnn_linear_combined"
         )
@@ -248,7 +251,7 @@ class DNNLinearCombinedRegressor(Estimator):
         head = RegressionHead(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
-        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF2, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments(
             "DNNLinearCombinedRegressor", locals(), network="dnn_linear_combined"
         )
@@ -344,43 +347,6 @@ def dnn_linear_combined_model_fn_v1(
     return v1_heads.v1_estimator_spec(head, features, mode, labels, logits, train_op_fn=_v1_train_op_fn(parts))
 
 
-def _model_fn_v1(
-    head: Any,
-    linear_feature_columns: Sequence | None,
-    linear_optimizer: Any,
-    dnn_feature_columns: Sequence | None,
-    dnn_optimizer: Any,
-    dnn_hidden_units: Sequence[int] | None,
-    dnn_activation_fn: Callable,
-    dnn_dropout: float | None,
-    input_layer_partitioner: Any,
-    batch_norm: bool,
-    linear_sparse_combiner: str,
-) -> Callable:
-    linear_feature_columns = tuple(linear_feature_columns or ())
-    dnn_feature_columns = tuple(dnn_feature_columns or ())
-    if not linear_feature_columns and not dnn_feature_columns:
-        raise ValueError("Either linear_feature_columns or dnn_feature_columns must be defined.")
-    common.check_sparse_combiner(linear_sparse_combiner)
-    linear_optimizer = optimizers.checked_v1_optimizer_argument(linear_optimizer)
-    dnn_optimizer = optimizers.checked_v1_optimizer_argument(dnn_optimizer)
-
-    return common.model_fn_calling(
-        dnn_linear_combined_model_fn_v1,
-        head,
-        linear_feature_columns=linear_feature_columns,
-        linear_optimizer=linear_optimizer,
-        dnn_feature_columns=dnn_feature_columns,
-        dnn_optimizer=dnn_optimizer,
-        dnn_hidden_units=dnn_hidden_units,
-        dnn_activation_fn=dnn_activation_fn,
-        dnn_dropout=dnn_dropout,
-        input_layer_partitioner=input_layer_partitioner,
-        batch_norm=batch_norm,
-        linear_sparse_combiner=linear_sparse_combiner,
-    )
-
-
 class DNNLinearCombinedEstimatorV1(Estimator):
     """tf.compat.v1.estimator.DNNLinearCombinedEstimator: TF 1.x's wide and deep with any head (a TF2 head trains
     through `train_op_fn`, as in TF 2.15). As TF 2.15's, it takes no `warm_start_from`."""
@@ -401,7 +367,7 @@ class DNNLinearCombinedEstimatorV1(Estimator):
         batch_norm: bool = False,
         linear_sparse_combiner: str = "sum",
     ):
-        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF1, head, locals()))
 
 
 class DNNLinearCombinedClassifierV1(Estimator):
@@ -429,7 +395,7 @@ class DNNLinearCombinedClassifierV1(Estimator):
         linear_sparse_combiner: str = "sum",
     ):
         head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF1, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments(
             "DNNLinearCombinedClassifierV1", locals(), network="dnn_linear_combined"
         )
@@ -461,7 +427,7 @@ class DNNLinearCombinedRegressorV1(Estimator):
         head = v1_heads.RegressionHeadV1(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
-        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF1, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments(
             "DNNLinearCombinedRegressorV1", locals(), network="dnn_linear_combined"
         )

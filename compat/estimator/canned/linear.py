@@ -286,12 +286,28 @@ def _sdca_estimator_spec(
     return spec._replace(training_chief_hooks=[*spec.training_chief_hooks, UpdateWeightsHook(sdca_model, train_op)])
 
 
-def _model_fn(head: Any, feature_columns: Sequence, optimizer: Any, sparse_combiner: str) -> Callable:
+def _model_fn(
+    api: common.Api,
+    head: Any,
+    feature_columns: Sequence,
+    optimizer: Any,
+    sparse_combiner: str,
+    partitioner: Any = None,
+) -> Callable:
+    """The model_fn of a linear class of `api` (TF 1.x's take a `partitioner`)."""
     common.check_sparse_combiner(sparse_combiner)
     if not _is_sdca(optimizer):
-        optimizer = optimizers.checked_optimizer_argument(optimizer)
+        optimizer = api.checked_optimizer(optimizer)
     feature_columns = tuple(feature_columns or ())
-
+    if api.v1:
+        return common.model_fn_calling(
+            linear_model_fn_v1,
+            head,
+            feature_columns,
+            optimizer=optimizer,
+            partitioner=partitioner,
+            sparse_combiner=sparse_combiner,
+        )
     return common.model_fn_calling(
         linear_model_fn, head, feature_columns, optimizer=optimizer, sparse_combiner=sparse_combiner
     )
@@ -310,7 +326,7 @@ class LinearEstimator(Estimator):
         sparse_combiner: str = "sum",
         warm_start_from: Any = None,
     ):
-        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF2, head, locals()))
 
 
 class LinearClassifier(Estimator):
@@ -331,7 +347,7 @@ class LinearClassifier(Estimator):
     ):
         check_sdca_classifier(feature_columns, n_classes, optimizer, sparse_combiner)
         head = common.classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF2, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("LinearClassifier", locals(), network="linear")
 
 
@@ -354,7 +370,7 @@ class LinearRegressor(Estimator):
         head = RegressionHead(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
-        super().__init__(**common.estimator_arguments(_model_fn, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF2, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("LinearRegressor", locals(), network="linear")
 
 
@@ -440,24 +456,6 @@ def linear_model_fn_v1(
         return v1_heads.v1_estimator_spec(head, features, mode, labels, logits, optimizer=optimizer)
 
 
-def _model_fn_v1(
-    head: Any, feature_columns: Sequence, optimizer: Any, partitioner: Any, sparse_combiner: str
-) -> Callable:
-    common.check_sparse_combiner(sparse_combiner)
-    if not _is_sdca(optimizer):
-        optimizer = optimizers.checked_v1_optimizer_argument(optimizer)
-    feature_columns = tuple(feature_columns or ())
-
-    return common.model_fn_calling(
-        linear_model_fn_v1,
-        head,
-        feature_columns,
-        optimizer=optimizer,
-        partitioner=partitioner,
-        sparse_combiner=sparse_combiner,
-    )
-
-
 class LinearEstimatorV1(Estimator):
     """tf.compat.v1.estimator.LinearEstimator: TF 1.x's linear model with any head. A TF2 head
     (tf.estimator.*Head) trains with the v1 optimizer through its `train_op_fn` (TF 2.15 refused it there)."""
@@ -473,7 +471,7 @@ class LinearEstimatorV1(Estimator):
         sparse_combiner: str = "sum",
         warm_start_from: Any = None,
     ):
-        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF1, head, locals()))
 
 
 class LinearClassifierV1(Estimator):
@@ -496,7 +494,7 @@ class LinearClassifierV1(Estimator):
     ):
         check_sdca_classifier(feature_columns, n_classes, optimizer, sparse_combiner)
         head = v1_heads.classifier_head_v1(n_classes, weight_column, label_vocabulary, loss_reduction)
-        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF1, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("LinearClassifierV1", locals(), network="linear")
 
 
@@ -521,7 +519,7 @@ class LinearRegressorV1(Estimator):
         head = v1_heads.RegressionHeadV1(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
-        super().__init__(**common.estimator_arguments(_model_fn_v1, head, locals()))
+        super().__init__(**common.estimator_arguments(_model_fn, common.TF1, head, locals()))
         self.keras_recipe = CannedRecipe.from_arguments("LinearRegressorV1", locals(), network="linear")
 
 
