@@ -787,10 +787,10 @@ def test_what_is_not_an_estimator_is_refused_in_one_line():
 
 
 def test_a_canned_class_built_with_another_head_keeps_no_native_recipe():
-    """The native models reproduce the canned heads only (sigmoid, softmax, identity, each with its own loss). A
-    canned class built with another head, such as a Poisson regression's exp(logits) or a TF 1.x head given a
-    link, gets no native recipe, so to_keras converts it through its export rather than to a model that predicts
-    its logits."""
+    """The native models reproduce the canned heads' predictions only (sigmoid, softmax, identity). A canned class
+    built with another head, such as a Poisson regression's exp(logits) or a TF 1.x head given a link, or with a
+    head its arguments do not describe, gets no native recipe, so to_keras converts it through its export rather
+    than to a model that predicts something else."""
     from compat.estimator.canned.recipe import CannedRecipe
 
     columns = [tf.feature_column.numeric_column("x")]
@@ -799,11 +799,17 @@ def test_a_canned_class_built_with_another_head_keeps_no_native_recipe():
     from compat.estimator.canned.v1_heads import RegressionHeadV1
 
     others = (estimator.PoissonRegressionHead(), estimator.LogisticRegressionHead(),
-              RegressionHeadV1(inverse_link_fn=tf.math.sigmoid),  # a TF 1.x twin with a link of its own
-              estimator.BinaryClassHead(loss_fn=lambda labels, logits: tf.abs(labels - logits)))  # another loss
+              RegressionHeadV1(inverse_link_fn=tf.math.sigmoid))  # a TF 1.x twin with a link of its own
     for head in others:
         assert head.native_keras_output is None
         assert CannedRecipe.from_arguments("R", {"head": head, "feature_columns": columns}, "linear") is None
+    # a head the arguments do not describe: a softmax or sigmoid head without its n_classes, a wider regression
+    for head, described in ((estimator.MultiClassHead(3), {"n_classes": 3}), (estimator.BinaryClassHead(), {"n_classes": 2}),
+                            (estimator.RegressionHead(label_dimension=2), {"label_dimension": 2})):
+        arguments = {"head": head, "feature_columns": columns}
+        assert CannedRecipe.from_arguments("E", arguments, "linear") is None, head
+        assert CannedRecipe.from_arguments("E", {**arguments, **described}, "linear").output == (
+            head.native_keras_output, head.logits_dimension)
     for canned in (estimator.LinearRegressor(columns), estimator.DNNClassifier([2], columns, n_classes=3),
                    estimator_v1.LinearClassifier(columns), estimator.BaselineRegressor()):
         assert canned.keras_recipe is not None, type(canned).__name__

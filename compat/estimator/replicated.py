@@ -54,9 +54,11 @@ def replicas_of(strategy: tf.distribute.Strategy | None, argument: str) -> tf.di
         a single replica (OneDeviceStrategy, or a mirrored one over one device), e.g. TPUStrategy.
     """
     plan = strategies.plan_of(strategy)
-    if plan.topology is strategies.Topology.ONE_DEVICE:
+    if plan.in_sync_across_workers:
+        return strategy  # even with one replica: its workers' collectives and the chief's saving
+    if plan.replicas == 1:
         return None  # no strategy, OneDeviceStrategy, a mirrored one over one device, ...: the same graph and numbers
-    if plan.in_sync_across_workers or isinstance(strategy, _REPLICATED):
+    if isinstance(strategy, _REPLICATED):
         return strategy
     raise UnsupportedStrategyError(
         f"RunConfig({argument}={type(strategy).__name__}) is not run by compat.estimator's Estimator: it replicates "

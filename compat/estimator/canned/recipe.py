@@ -83,15 +83,12 @@ class CannedRecipe:
             what `feature_columns` feed, and whether the model is a Baseline's bias alone.
 
         Returns:
-          The recipe, or None when a native model does not reproduce `head` (its `native_keras_output`:
-          a custom loss or link): the class then converts through its export, rather than to a model that
-          would predict or train otherwise.
+          The recipe, or None when its native model would not predict what `head` predicts: a head with a
+          link of its own (its `native_keras_output` is None), or one whose output the arguments do not
+          describe (a softmax head without its `n_classes`). The class then converts through its export.
         """
         if network not in NETWORKS:
             raise ValueError(f"network must be one of {NETWORKS}, not {network!r}")
-        head = arguments.get("head")
-        if head is not None and head.native_keras_output is None:
-            return None
         settings: dict[str, Any] = {"baseline": network == "baseline"}
         for argument, value in arguments.items():
             field = _FIELDS.get(argument)
@@ -100,11 +97,21 @@ class CannedRecipe:
             if field is None or value is None:
                 continue
             settings[field] = tuple(value) if field in _SEQUENCES else value
-        return cls(kind, **settings)
+        recipe = cls(kind, **settings)
+        head = arguments.get("head")
+        if head is not None and (head.native_keras_output, head.logits_dimension) != recipe.output:
+            return None
+        return recipe
+
+    @property
+    def output(self) -> tuple[str, int]:
+        """The native model's output: its activation and width (a head's `native_keras_output` and
+        `logits_dimension` when the two agree)."""
+        if self.n_classes is None:
+            return "identity", self.label_dimension
+        return ("sigmoid", 1) if self.n_classes == 2 else ("softmax", self.n_classes)
 
     @property
     def units(self) -> int:
         """The logits' width: one for two classes (a sigmoid head), the classes or label dimension else."""
-        if self.n_classes is None:
-            return self.label_dimension
-        return 1 if self.n_classes == 2 else self.n_classes
+        return self.output[1]

@@ -369,7 +369,9 @@ class RegressionHeadV1(_V1Training, RegressionHead):
         return self._update_metric_values(self.metrics(batch.regularization_losses), batch)
 
 
-def _batch(predictions: dict, labels: Any, weights: Any, unreduced_loss: Any, regularization_loss: Any) -> Any:
+def _batch(
+    predictions: dict, labels: Any, weights: Any, unreduced_loss: Any, regularization_loss: Any
+) -> base_head.MetricBatch:
     """A TF 1.x head's batch for its TF2 head's metrics: TF 1.x's heads took the regularization loss summed, TF2's
     take the list of losses."""
     losses = None if regularization_loss is None else [regularization_loss]

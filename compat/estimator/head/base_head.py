@@ -87,9 +87,10 @@ class Head(abc.ABC):
 
     @property
     def native_keras_output(self) -> str | None:
-        """This toolkit's, not TF 2.15's: the activation ("sigmoid", "softmax" or "identity") with which a native
-        Keras model's output reproduces this head's predictions and training loss (`to_keras` of a canned
-        Estimator), or None when none does (a custom loss or link): such an Estimator converts through its export."""
+        """This toolkit's, not TF 2.15's: the activation ("sigmoid", "softmax" or "identity") of the logits that
+        gives this head's predictions in a native Keras model (`to_keras` of a canned Estimator), or None when
+        none does (a link of its own, such as a Poisson head's exp): such an Estimator converts through its
+        export."""
         return None
 
     @property
@@ -203,8 +204,10 @@ class MetricBatch:
 class SingleHead(Head):
     """A head over one logits tensor: builds the EstimatorSpec of each mode from the Head methods.
 
-    A subclass says which export outputs it serves (`export_outputs`); the
-    rest is the same for every tf.estimator head.
+    A subclass processes its labels (`_processed_labels`), gives each example's loss and weight
+    (`_unweighted_loss_and_weights`), names the predictions its metrics read (`_metric_predictions`; empty:
+    all), updates its metrics from one `MetricBatch` (`_update_metric_values`) and says which export outputs it
+    serves (`export_outputs`); the rest is the same for every tf.estimator head.
     """
 
     _name: str | None
@@ -266,9 +269,13 @@ class SingleHead(Head):
         batch = MetricBatch(predictions, labels, weights, unweighted_loss, regularization_losses)
         return self._update_metric_values(eval_metrics, batch)
 
-    @abc.abstractmethod
     def _update_metric_values(self, eval_metrics: dict, batch: MetricBatch) -> dict:
-        """Updates `eval_metrics` (from `metrics()`) with `batch` and returns them."""
+        """Updates `eval_metrics` (from `metrics()`) with `batch` and returns them. Not abstract, so that a
+        subclass that overrides `update_metrics` itself need not define it."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must override update_metrics(), or _update_metric_values(eval_metrics, batch) "
+            "which update_metrics() calls with a MetricBatch"
+        )
 
     @abc.abstractmethod
     def export_outputs(self, predictions: dict) -> dict:
@@ -324,9 +331,6 @@ class SingleHead(Head):
         return EstimatorSpec(mode=ModeKeys.TRAIN, predictions=predictions, loss=loss, train_op=train_op)
 
 
-# --- arguments ---------------------------------------------------------------------------------------------------
-
-
 class ThresholdedHead(SingleHead):
     """A SingleHead whose probabilities are also scored at fixed thresholds (BinaryClassHead, MultiLabelHead):
     accuracy, precision and recall at each of `_thresholds`, after the regularization loss's mean."""
@@ -372,6 +376,9 @@ class ThresholdedHead(SingleHead):
         for names in zip(*self._threshold_metric_keys()):
             for name in names:
                 eval_metrics[name].update_state(y_true=labels, y_pred=probabilities, sample_weight=weights)
+
+
+# --- arguments ---------------------------------------------------------------------------------------------------
 
 
 def suffixed(key: str, head_name: str | None) -> str:

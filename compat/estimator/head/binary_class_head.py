@@ -100,7 +100,7 @@ class BinaryClassHead(base_head.ThresholdedHead):
 
     @property
     def native_keras_output(self) -> str | None:
-        return "sigmoid" if self._loss_fn is None else None
+        return "sigmoid"
 
     @property
     def logits_dimension(self) -> int:
@@ -202,11 +202,11 @@ class BinaryClassHead(base_head.ThresholdedHead):
 
     def export_outputs(self, predictions: dict) -> dict:
         """serving_default and classification: scores and class names; regression: the logistic; predict: all."""
-        regression = RegressionOutput(value=predictions[PredictionKeys.LOGISTIC])
-        return {
-            **base_head.classifier_export_outputs(predictions, 2, self._label_vocabulary),
-            base_head.REGRESS_SERVING_KEY: regression,
-        }
+        outputs = base_head.classifier_export_outputs(predictions, 2, self._label_vocabulary)
+        predict = outputs.pop(base_head.PREDICT_SERVING_KEY)  # TF 2.15's order: regression, then predict
+        outputs[base_head.REGRESS_SERVING_KEY] = RegressionOutput(value=predictions[PredictionKeys.LOGISTIC])
+        outputs[base_head.PREDICT_SERVING_KEY] = predict
+        return outputs
 
 
 __all__ = ["BinaryClassHead"]

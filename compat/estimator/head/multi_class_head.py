@@ -78,7 +78,7 @@ class MultiClassHead(base_head.SingleHead):
 
     @property
     def native_keras_output(self) -> str | None:
-        return "softmax" if self._loss_fn is None else None
+        return "softmax"
 
     @property
     def logits_dimension(self) -> Any:

@@ -62,7 +62,7 @@ class RegressionHead(base_head.SingleHead):
 
     @property
     def native_keras_output(self) -> str | None:
-        return "identity" if self._loss_fn is None and self._inverse_link_fn is None else None
+        return "identity" if self._inverse_link_fn is None else None
 
     @property
     def logits_dimension(self) -> int:
