@@ -9,6 +9,7 @@ as in TF 2.15. The libraries themselves run in tests/test_libraries.py.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import tensorflow as tf
 
 import compat.estimator as estimator
 from compat.estimator import legacy_modules
-from conftest import keras_3_only
+from conftest import HELPERS, REPO, keras_3_only
 
 
 def _import(name: str):
@@ -304,3 +305,22 @@ def test_functions_of_tf_2_15s_modules_take_its_parameters_in_its_order(installe
             different.append(f"{dotted}{tuple(parameters)}: here {tuple(ours)}")
     assert compared > 120
     assert not different, "\n".join(different)
+
+
+@pytest.mark.parametrize("first", ["tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2",
+                                   "tensorflow.compat.v2.compat.v1.estimator"])
+@pytest.mark.parametrize("order", ["install_first", "tensorflow_first"])
+def test_every_spelling_of_the_namespaces_works_in_either_order_of_install_and_import(order, first):
+    """The README's order (install(), then `import tensorflow`) and the other, whichever TensorFlow module a
+    program touches first: every spelling of tf.estimator and tf.compat.v1.estimator (and tf.compat.v1.layers)
+    resolves as an attribute and imports as a module (`import tensorflow.compat.v1.estimator.tpu`), and a library
+    subclasses `tf.compat.v2.compat.v1.estimator.tpu.TPUEstimator` (tests/helpers/namespace_spellings.py)."""
+    if first.endswith(".estimator") and order == "tensorflow_first":
+        pytest.skip("a TF 2.15 module path imports only after install()")
+    result = subprocess.run([sys.executable, os.path.join(HELPERS, "namespace_spellings.py"), order, first],
+                            capture_output=True, text=True, timeout=300, cwd=REPO,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPO})
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(results) == 22
+    assert {spelling: outcome for spelling, outcome in results.items() if outcome is not True} == {}

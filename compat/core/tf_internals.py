@@ -265,6 +265,34 @@ def is_compiled(model: Any) -> bool:
     return bool(getattr(model, "_is_compiled", False))
 
 
+def keras_compile_arguments(model: Any) -> dict:
+    """The arguments `model.compile` was called with, as given: Keras 3 and Keras 2 (tf_keras) models keep them
+    in `_compile_config` ({} for a model not compiled). Their public `get_compile_config()` serializes them,
+    which loses what a class leaves out of its config."""
+    config = getattr(model, "_compile_config", None)
+    return dict(getattr(config, "config", None) or {})
+
+
+def keras_compiled_metric_lists(model: Any) -> list[tuple[list, list]]:
+    """Per output, in output order, the (metrics, weighted metrics) Keras 3 built from `compile`'s arguments;
+    [] before they are built (at their first update)."""
+    compiled = getattr(model, "_compile_metrics", None)
+    if compiled is None or not compiled.built:
+        return []
+
+    def per_output(lists: list) -> list[list]:
+        return [list(metrics.metrics) if metrics else [] for metrics in lists]
+
+    return list(zip(per_output(compiled._flat_metrics), per_output(compiled._flat_weighted_metrics)))
+
+
+def keras_rmsprop_slots(optimizer: Any, variable: Any) -> tuple[Any, Any]:
+    """(velocity, average gradient or None) of a Keras 3 RMSprop for `variable`, as its own `update_step` finds
+    them (a distributed variable's component included)."""
+    index = optimizer._get_variable_index(variable)
+    return optimizer._velocities[index], (optimizer._average_gradients[index] if optimizer.centered else None)
+
+
 def usage_gauge(name: str, description: str, *labels: str, of: str = "bool") -> monitoring.Metric:
     """One of TensorFlow's usage gauges (`monitoring.BoolGauge` or `StringGauge`), as TF 2.15's Estimator
     modules defined them: libraries built on it set their cells (`_canned_estimator_api_gauge`)."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import sys
 import types
 from typing import TYPE_CHECKING, Any
@@ -202,6 +203,7 @@ def install() -> None:
             # every module object a program may reach tf.keras.layers as (`from tensorflow.keras import layers`,
             # `import tensorflow.keras.layers`, which Python may have loaded as a second copy of the same file)
             *((layers, "DenseFeatures", DenseFeatures) for layers in _keras_layers_modules(tf)),
+            *_keras2_function_names(tf),
         ]
     for owner, name, value in names:
         PATCHES.set_attribute(_PART, owner, name, value)
@@ -239,6 +241,22 @@ def _serve_tf_2_15_module_paths(keras_estimator: types.SimpleNamespace) -> None:
         *((("tensorflow.keras.layers", tf.keras.layers),) if "tensorflow.keras.layers" not in sys.modules else ()),
     ):
         PATCHES.set_item(_PART, sys.modules, module_name, value)
+
+
+def _keras2_function_names(tf: Any) -> list[tuple[Any, str, Any]]:
+    """Keras 2's loss and metric functions by their long names (`tf.keras.losses.mean_squared_error`,
+    `tf.keras.metrics.mean_absolute_error`), which Keras 3 has under `keras.losses` but not under tf.keras."""
+    import keras
+
+    return [
+        (getattr(tf.keras, kind), name, function)
+        for kind in ("losses", "metrics")
+        for name, function in vars(getattr(keras, kind)).items()
+        if not name.startswith("_")
+        and inspect.isfunction(function)
+        and name not in ("get", "serialize", "deserialize")
+        and not hasattr(getattr(tf.keras, kind), name)
+    ]
 
 
 def _keras_layers_modules(tf: Any) -> list:

@@ -37,6 +37,7 @@ import types
 from functools import cache
 from typing import Any
 
+from compat.core import tf_namespaces
 from compat.core.errors import UserError
 
 _ESTIMATOR = "tensorflow_estimator.python.estimator"
@@ -55,6 +56,34 @@ PUBLIC_API = {
     f"{_ESTIMATOR}.api._v1.estimator": _API_V1,
     f"{_ESTIMATOR}.api._v2.estimator": _API_V2,
 }
+
+# TensorFlow's own spellings of the two API packages (`tensorflow.compat.v2.compat.v1.estimator`, ...): the same
+# modules, wherever a program's first import of one comes (compat/core/tf_namespaces.py has the spellings).
+PUBLIC_API.update(
+    {
+        ".".join(part for part in ("tensorflow", path, "estimator") if part): api
+        for version, api in (("v2", _API_V2), ("v1", _API_V1))
+        for path in tf_namespaces.SPELLINGS[version]
+    }
+)
+# `import tensorflow.compat.v1.layers` (each spelling): the TF 1.x layers the attribute is after importing
+# compat.estimator (compat/core/tf_internals.py), not TensorFlow's stub of them, which raises under Keras 3.
+PUBLIC_API.update(
+    {
+        f"tensorflow.{path}.layers": "tf_keras.api._v1.keras.__internal__.legacy.layers"
+        for path in tf_namespaces.SPELLINGS["v1"]
+    }
+)
+# The module objects between `tensorflow` and those packages that TensorFlow reaches only as attributes
+# (`tf.compat.v2.compat.v1`): imported by name, they are those objects, not second copies without the names
+# install() gave them.
+_NAMESPACES = frozenset(
+    ".".join(["tensorflow", *parts[:end]])
+    for version in ("v1", "v2")
+    for path in tf_namespaces.SPELLINGS[version]
+    if (parts := path.split(".")) and len(parts) > 2
+    for end in range(3, len(parts) + 1)
+)
 
 # TF 2.15's module (below tensorflow_estimator.python.estimator) -> the project's modules of the same concept,
 # searched in order. A module not listed has the counterpart of the same path, if the project has one.
@@ -366,20 +395,24 @@ class LegacyModule(types.ModuleType):
 
 @cache
 def _package_names() -> frozenset[str]:
-    """Every TF 2.15 module path the finder serves, and each package above one."""
+    """Every TF 2.15 module path the finder serves, and each package above one below `tensorflow`'s namespaces."""
     names: set[str] = set()
     for module in [*tf215_modules(), *PUBLIC_API]:
         parts = module.split(".")
         names.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
-    names.discard("tensorflow")
-    names.discard("tensorflow.python")
-    return frozenset(names)
+    return frozenset(name for name in names if not (name in ("tensorflow", "tensorflow.compat") or _is_namespace(name)))
+
+
+def _is_namespace(fullname: str) -> bool:
+    """`tensorflow.compat.v1`, `tensorflow.compat.v2` and their nested spellings: TensorFlow's own modules."""
+    return fullname in _NAMESPACES or fullname in ("tensorflow.compat.v1", "tensorflow.compat.v2")
 
 
 def _is_known_module(fullname: str) -> bool:
     """A module of TF 2.15's (or a package above one), or a name standing for an existing module: the public
-    API packages and their submodules (`tensorflow_estimator.estimator.export`), tf_keras' TF 1.x API."""
-    return fullname in _package_names() or _existing_target(fullname) is not None
+    API packages and their submodules (`tensorflow_estimator.estimator.export`), tf_keras' TF 1.x API, the
+    nested spellings of TensorFlow's namespaces."""
+    return fullname in _package_names() or fullname in _NAMESPACES or _existing_target(fullname) is not None
 
 
 def is_served_path(fullname: str) -> bool:
@@ -410,10 +443,10 @@ class _Loader(importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         _served.add(module.__name__)
-        target = _existing_target(module.__name__)
-        if target is not None:
+        existing = _existing(module.__name__)
+        if existing is not None:
             # The import system returns what sys.modules holds after exec_module: the real module, unchanged.
-            sys.modules[module.__name__] = importlib.import_module(target)
+            sys.modules[module.__name__] = existing
 
 
 _served: set[str] = set()  # the module names this finder's loader made or handed out, for uninstall()
@@ -430,14 +463,31 @@ def _existing_target(fullname: str) -> str | None:
     return None
 
 
+def _existing(fullname: str) -> Any:
+    """The object a served name stands for (`_existing_target`'s module, or the attribute of that name in its
+    package: `tensorflow.compat.v1.estimator.tpu`; TensorFlow's namespace reached by attributes), else None."""
+    if fullname in _NAMESPACES:
+        found: Any = sys.modules["tensorflow"]
+        for part in fullname.split(".")[1:]:
+            found = getattr(found, part, None)
+        return found
+    target = _existing_target(fullname)
+    if target is None:
+        return None
+    if _module_exists(target):
+        return importlib.import_module(target)
+    owner, _, attribute = target.rpartition(".")
+    found = getattr(importlib.import_module(owner), attribute, None) if _module_exists(owner) else None
+    return found if isinstance(found, (types.ModuleType, types.SimpleNamespace)) else None
+
+
 class LegacyFinder(importlib.abc.MetaPathFinder):
     """Finds TF 2.15's module paths (this module's docstring); every other import goes on as before."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         if not _is_known_module(fullname):
             return None
-        target = _existing_target(fullname)
-        if target is not None and fullname not in PUBLIC_API and not _module_exists(target):
+        if (fullname in _NAMESPACES or _existing_target(fullname) is not None) and _existing(fullname) is None:
             return None  # no such module there: the import fails as it would have in TF 2.15
         return importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=_is_package(fullname))
 

@@ -30,4 +30,8 @@ experimental = types.SimpleNamespace(
     **{**{name: value for name, value in vars(_v2.experimental).items() if name not in _NOT_IN_V1}, **V1_EXPERIMENTAL}
 )
 
+# A package to the import system, so that TF 2.15's submodule paths (`import tensorflow.compat.v1.estimator.tpu`)
+# reach its attributes through legacy_modules.py's finder; it has no files of its own.
+__path__: list[str] = []
+
 __all__ = sorted({*(name for name in _v2.__all__ if name not in _OWN), *V1_CANNED, "experimental"})

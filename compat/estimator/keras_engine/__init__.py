@@ -18,7 +18,8 @@ the global step and the loss (session_hooks.py).
 
 The package: `core.py` (state: model copies, counters, checkpoints, features), `loop.py` (training
 and its observers), `evaluation.py`, `engine.py` (`KerasEstimator` and `model_to_estimator`),
-`model_recipe.py` (the model as plain values its copies are built from), `checkpoint.py`, `keras2_optimizers.py`
+`model_recipe.py` (the model as plain values its copies are built from), `compile_arguments.py` (its compile
+arguments as Keras 2 read them), `checkpoint.py`, `keras2_optimizers.py`
 (Keras 2's optimizers as TF 2.15 ran them), `saved_model_export.py`, `keras2_artefacts.py` and `session_hooks.py`.
 """
 

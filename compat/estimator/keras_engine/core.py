@@ -29,6 +29,7 @@ from compat.estimator.keras_engine.input_reading import (
     check_covers,
     feature_key,
     input_structure,
+    output_names,
 )
 from compat.estimator.run_config import RunConfig, TaskType
 
@@ -156,8 +157,7 @@ class KerasEngine(EstimatorBase):
     @property
     def output_names(self) -> list[str]:
         """A Keras model's outputs are named after their last layers (a Sequential model's, after its last)."""
-        names = getattr(self._state.model, "output_names", None)  # Keras 3's Sequential model has none
-        return list(names) if names else [self._state.model.layers[-1].name]
+        return output_names(self._state.model)
 
     # -- state --------------------------------------------------------------
     def _write_warm_start(self) -> None:

@@ -19,6 +19,7 @@ from compat.estimator.input_fns import (
     split_features_labels,
     with_input_options,
 )
+from compat.estimator.keras_engine.compile_arguments import tf215_metrics
 from compat.estimator.keras_engine.core import KerasEngine
 from compat.estimator.keras_engine.input_reading import split_hooks
 from compat.estimator.keras_engine.session_hooks import HookRunner
@@ -80,14 +81,9 @@ class Evaluation(KerasEngine):
         return metrics
 
     def _metric_results(self, loss: float) -> dict:
-        """The compiled metrics' results and `loss`; per-output losses left out, as TF 2.15."""
-        per_output_losses = {f"{output}_loss" for output in self.output_names}
-        results = {
-            key: float(value)
-            for key, value in self._state.model.get_metrics_result().items()
-            if key not in per_output_losses
-        }
-        return {**results, "loss": loss}
+        """The compiled metrics' results under TF 2.15's names, and `loss`; per-output losses left out, as TF 2.15."""
+        named = tf215_metrics(self._state.model, self.output_names)
+        return {**{name: float(metric.result()) for name, metric in named}, "loss": loss}
 
     def _evaluate_batches(self, dataset: tf.data.Dataset) -> dict:
         """The compiled metrics over all batches, and `loss` as the mean of per-batch losses.
@@ -112,7 +108,8 @@ class Evaluation(KerasEngine):
         labels = self.model_targets(labels)
         predictions = model(inputs, training=False)
         loss = model.compute_loss(x=inputs, y=labels, y_pred=predictions, sample_weight=weights, training=False)
-        model.compute_metrics(inputs, labels, predictions, sample_weight=weights)
+        # TF 2.15's model_to_estimator weighed the loss by the sample weights, but none of the metrics
+        model.compute_metrics(inputs, labels, predictions, sample_weight=None)
         return tf.cast(loss, tf.float32)
 
     def _evaluate_all(self, dataset: tf.data.Dataset) -> tuple[tf.Tensor, tf.Tensor]:

@@ -68,6 +68,13 @@ def feature_key(model: keras.Model, name: str, features: dict) -> str:
     return name
 
 
+def output_names(model: Any) -> list[str]:
+    """A Keras model's outputs are named after their last layers (a Sequential model's, after its last), as
+    TF 2.15's model_to_estimator named its predictions; for a Keras 2 model as well."""
+    names = getattr(model, "output_names", None)  # Keras 3's Sequential model has none
+    return list(names) if names else [model.layers[-1].name]
+
+
 def input_structure(model: keras.Model) -> Any:
     """What the model is called with: a dict, list or one tensor (a Sequential model's one input)."""
     try:

@@ -142,37 +142,60 @@ def callback_classes() -> tuple[type, ...]:
     return (keras.callbacks.Callback, *((tf_keras.callbacks.Callback,) if tf_keras is not None else ()))
 
 
-def compile_from_keras2_h5(model: keras.Model, path: str, named: str | None = None) -> None:
-    """Compiles a model loaded with `compile=False` from a Keras 2 `.h5`, as its training config says
-    (messages name `named`, the file the user gave, where `path` is a copy of it).
-
-    Keras 3 reads the architecture and weights of a Keras 2 H5 file, but not
-    every Keras 2 compile config (a loss's `fn`, an optimizer's `decay`).
-    """
+def _training_config(path: str, named: str) -> dict:
     import h5py
 
-    named = named or path
     with h5py.File(path, "r") as stream:
         if "training_config" not in stream.attrs:
             raise ValueError(
                 f"{named} holds no training configuration (it was saved uncompiled): compile the model "
                 "and pass keras_model= instead of keras_model_path="
             )
-        training = json.loads(stream.attrs["training_config"])
-    optimizer_spec = training["optimizer_config"]
+        return json.loads(stream.attrs["training_config"])
+
+
+def keras2_h5_optimizer(path: str, named: str | None = None) -> keras.optimizers.Optimizer:
+    """Keras 3's optimizer for the one a Keras 2 `.h5`'s training config names (messages name `named`).
+
+    Raises:
+      ValueError: the file holds no training config, or its optimizer has a `decay` Keras 3 lacks.
+    """
+    named = named or path
+    optimizer_spec = _training_config(path, named)["optimizer_config"]
     decay = optimizer_spec.get("config", {}).get("decay", 0.0)
     if decay:
         raise ValueError(
             f"{named}: the optimizer has decay={decay}, which Keras 3 does not have; compile the model "
             "with a learning-rate schedule and pass keras_model="
         )
+    return _object(keras.optimizers, optimizer_spec)
+
+
+def compile_from_keras2_h5(model: keras.Model, path: str, named: str | None = None) -> None:
+    """Compiles a model loaded with `compile=False` from a Keras 2 `.h5`, as its training config says
+    (messages name `named`, the file the user gave, where `path` is a copy of it).
+
+    Keras 3 reads the architecture and weights of a Keras 2 H5 file, but not
+    every Keras 2 compile config (a loss's `fn`, an optimizer's `decay`), and a metric
+    given by name (`"accuracy"`) is saved as the function Keras 2 guessed before it saw
+    the labels: metrics are compiled by their names, which Keras 3 resolves as Keras 2 did.
+    """
+    named = named or path
+    training = _training_config(path, named)
     metrics = training.get("metrics") or []
     if len(model.outputs) == 1 and metrics and isinstance(metrics[0], list):
         metrics = metrics[0]
     metrics = [[_metric(m) for m in group] if isinstance(group, list) else _metric(group) for group in metrics]
+    loss = training["loss"]
     model.compile(
-        optimizer=_object(keras.optimizers, optimizer_spec),
-        loss=_object(keras.losses, training["loss"]),
+        optimizer=keras2_h5_optimizer(path, named),
+        loss=(
+            {name: _object(keras.losses, spec) for name, spec in loss.items()}
+            if isinstance(loss, dict) and "class_name" not in loss
+            else [_object(keras.losses, spec) for spec in loss]
+            if isinstance(loss, list)
+            else _object(keras.losses, loss)
+        ),
         metrics=metrics or None,
         loss_weights=training.get("loss_weights"),
     )

@@ -3,7 +3,8 @@
 TF 2.15 converted a model's optimizer to Keras 2's (`tf.keras.optimizers.legacy`)
 and ran it in graph mode. The Keras engine trains a Keras 3 optimizer of the same
 family, which computes the same dense update (SGD, Adam, Adamax, RMSprop, Adagrad,
-Adadelta, Ftrl; not Nadam). Two things differ, and are put back here:
+Adadelta, Ftrl; not Nadam; RMSprop without momentum put its epsilon outside the
+square root, which `update_as_keras2` puts back). Two things differ, and are put back here:
   - names: Keras 2 called Adam's state `m` and `v` (Keras 3: `momentum`,
     `velocity`) and kept hyperparameters as variables (checkpoint.py writes them);
   - sparse gradients (an Embedding's): Keras 2 summed a row that appears twice in
@@ -23,6 +24,8 @@ from typing import Any
 
 import keras
 import tensorflow as tf
+
+from compat.core import tf_internals
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,3 +155,25 @@ def update_as_keras2(optimizer: keras.optimizers.Optimizer) -> None:
         return apply(grads, trainable_variables)
 
     optimizer.apply = apply_as_keras2
+    if keras2_optimizer(optimizer) is _KERAS2_OPTIMIZERS["RMSprop"] and not optimizer.momentum:
+        optimizer.update_step = _rmsprop_step_as_keras2(optimizer)
+
+
+def _rmsprop_step_as_keras2(optimizer: keras.optimizers.Optimizer) -> Callable:
+    """Keras 2's RMSprop without momentum divided the step by sqrt(rms) + epsilon, where Keras 3's divides by
+    sqrt(rms + epsilon) (with momentum, both by the latter): near a zero gradient the two differ by orders of
+    magnitude. The update step of Keras 2's, for a Keras 3 RMSprop."""
+
+    def update_step(gradient: Any, variable: Any, learning_rate: Any) -> None:
+        velocity, average = tf_internals.keras_rmsprop_slots(optimizer, variable)
+        gradient = tf.cast(tf.convert_to_tensor(gradient), variable.dtype)
+        rho = tf.cast(optimizer.rho, variable.dtype)
+        optimizer.assign(velocity, rho * velocity + (1 - rho) * tf.square(gradient))
+        denominator = tf.convert_to_tensor(velocity)
+        if average is not None:
+            optimizer.assign(average, rho * average + (1 - rho) * gradient)
+            denominator = denominator - tf.square(tf.convert_to_tensor(average))
+        step = tf.cast(learning_rate, variable.dtype) * gradient / (tf.sqrt(denominator) + optimizer.epsilon)
+        optimizer.assign_sub(variable, step)
+
+    return update_step

@@ -23,6 +23,7 @@ from compat.estimator.input_fns import (
     split_features_labels,
     with_input_options,
 )
+from compat.estimator.keras_engine.compile_arguments import tf215_metrics
 from compat.estimator.keras_engine.core import KerasEngine
 from compat.estimator.keras_engine.input_reading import split_hooks
 from compat.estimator.keras_engine.session_hooks import HookRunner
@@ -203,8 +204,8 @@ class Training(KerasEngine):
         # Reading a metric under MultiWorkerMirroredStrategy is a collective that only this (the chief's)
         # loop would join: the other tasks' metrics are left out of the summaries there.
         local_metrics = not strategies.plan_of(self._state.strategy).in_sync_across_workers
-        compiled = model.get_metrics_result() if local_metrics else {}
-        metrics = {"loss": loss, **{name: value for name, value in compiled.items() if name != "loss"}}
+        compiled = tf215_metrics(model, self.output_names) if local_metrics else []
+        metrics = {"loss": loss, **{name: metric.result() for name, metric in compiled}}
         summaries.write_training_scalars(writer, step, metrics, summaries.learning_rate_value(model.optimizer))
 
     def _steps_to_next_boundary(self, step: int, last: int | None, per_step: bool) -> int:

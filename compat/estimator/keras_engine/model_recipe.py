@@ -17,6 +17,8 @@ import tensorflow as tf
 from compat.core import strategies, tf_internals
 from compat.estimator.keras_engine import keras2_artefacts as keras_legacy
 from compat.estimator.keras_engine import keras2_optimizers
+from compat.estimator.keras_engine.compile_arguments import CompileArguments
+from compat.estimator.keras_engine.input_reading import output_names
 from compat.estimator.run_config import RunConfig, TaskType
 
 
@@ -31,8 +33,7 @@ class ModelRecipe:
     model_class: type[keras.Model]
     config: dict
     weights: list  # all of them: batch-norm statistics included
-    compile_config: dict
-    loss: Any  # the compile() argument itself: a lambda or an unregistered function does not deserialize
+    compile_arguments: CompileArguments  # the compile() arguments themselves: a config loses settings
     optimizer_class: type[keras.optimizers.Optimizer]
     optimizer_config: dict
 
@@ -43,8 +44,7 @@ class ModelRecipe:
             type(model),
             model.get_config(),
             model.get_weights(),
-            model.get_compile_config(),
-            model.loss,
+            CompileArguments.of(model, output_names(model)),
             type(optimizer),
             optimizer.get_config(),
         )
@@ -56,25 +56,11 @@ class ModelRecipe:
             # Deserializing empties or changes the configs given: each copy gets its own.
             copy = self.model_class.from_config(copy_lib.deepcopy(self.config))
             copy.set_weights(self.weights)
-            self._compile(copy)
+            optimizer = self.optimizer_class.from_config(copy_lib.deepcopy(self.optimizer_config))
+            self.compile_arguments.compile(copy, optimizer)
             copy.optimizer.build(copy.trainable_variables)
         keras2_optimizers.update_as_keras2(copy.optimizer)  # sparse gradients as TF 2.15 applied them
         return copy
-
-    def _compile(self, copy: keras.Model) -> None:
-        # The serialized compile config covers registered losses and metrics; otherwise the loss
-        # object itself is reused, as TF 2.15 did, and the rest of the config deserializes.
-        compile_config = copy_lib.deepcopy(self.compile_config)
-        try:
-            copy.compile_from_config(compile_config)
-        except (TypeError, ValueError):
-            arguments = {
-                name: keras.saving.deserialize_keras_object(value)
-                for name, value in compile_config.items()
-                if name not in ("optimizer", "loss")
-            }
-            optimizer = self.optimizer_class.from_config(copy_lib.deepcopy(self.optimizer_config))
-            copy.compile(optimizer=optimizer, loss=self.loss, **arguments)
 
 
 def coordinating_strategy(config: RunConfig | None) -> tf.distribute.Strategy | None:
@@ -116,8 +102,12 @@ def load_model(path: str, custom_objects: dict | None) -> keras.Model:
 
 def _load(path: str, custom_objects: dict | None, named: str) -> keras.Model:
     """Loads `path`; messages name the file the user gave, `named` (`path` may be a readable copy of it)."""
+    h5 = path.endswith((".h5", ".hdf5"))
     try:
-        return keras.models.load_model(path, custom_objects=custom_objects)  # safe_mode: Keras' default, True
+        # safe_mode: Keras' default, True. A Keras 2 H5 is compiled from its training config below: Keras 3
+        # reads not all of it, and its metrics given by name are saved as functions Keras 2 guessed before it
+        # saw the labels.
+        model = keras.models.load_model(path, custom_objects=custom_objects, compile=not h5)
     except (TypeError, ValueError) as error:
         if "safe_mode" in str(error):
             raise ValueError(
@@ -125,11 +115,9 @@ def _load(path: str, custom_objects: dict | None, named: str) -> keras.Model:
                 "file is trusted. If it is, load it yourself and pass the model: model_to_estimator(keras_model="
                 f"keras.models.load_model({named!r}, safe_mode=False), ...)"
             ) from error
-        if not path.endswith((".h5", ".hdf5")):
-            raise
-    # A Keras 2 H5 file whose compile config Keras 3 cannot read: the model, then its training config.
-    model = keras.models.load_model(path, custom_objects=custom_objects, compile=False)
-    keras_legacy.compile_from_keras2_h5(model, path, named=named)
+        raise
+    if h5:
+        keras_legacy.compile_from_keras2_h5(model, path, named=named)
     return model
 
 
@@ -146,12 +134,17 @@ def _keras3_copy(model: Any, custom_objects: dict | None) -> keras.Model:
         path = os.path.join(folder, "model.h5")
         model.save(path, save_format="h5")
         try:
-            return load_model(path, custom_objects)
+            with keras_legacy.keras3_readable_h5(path) as readable:
+                copy = keras.models.load_model(readable, custom_objects=custom_objects, compile=False)
+            optimizer = keras_legacy.keras2_h5_optimizer(path)
         except (TypeError, ValueError, KeyError) as error:
             raise ValueError(
                 f"model_to_estimator: this Keras 2 (tf_keras) model does not convert to Keras 3 ({error}); pass "
                 "its custom layers in custom_obj= as Keras 3 classes, or rebuild the model with keras (Keras 3)"
             ) from error
+    # Compiled from the arguments the model was compiled with (the H5's compile config is lossy)
+    CompileArguments.of(model, output_names(model)).compile(copy, optimizer)
+    return copy
 
 
 def compiled_model(
