@@ -3,6 +3,8 @@ prediction keys, optimizers and their defaults, the Baseline's learned values, w
 
 import functools
 import glob
+import json
+import os
 
 import keras
 import numpy as np
@@ -12,6 +14,7 @@ import tf_keras
 
 import compat.estimator as estimator
 from compat.estimator.canned import dnn, linear
+from conftest import REPO, run_installed
 
 RNG = np.random.default_rng(3)
 X = RNG.normal(size=(48, 2)).astype("float32")
@@ -297,3 +300,17 @@ def test_a_keras_3_optimizer_made_while_a_graph_is_built_converts_as_one_made_ea
         optimizer=lambda: keras.optimizers.RMSprop(0.02, rho=0.8, momentum=0.1, centered=True)), TARGET, steps=2)
     assert est.get_variable_value("training/RMSprop/rho") == pytest.approx(0.8)
     assert all(name.startswith(("linear/", "training/RMSprop/", "global_step")) for name in est.get_variable_names())
+
+
+def test_a_canned_model_fn_built_twice_in_one_graph_names_its_variables_as_tf_2_15(tmp_path):
+    """neural-structured-learning calls a DNN's model_fn a second time in the same graph: the second copy's
+    variables are `dnn_1/hiddenlayer_0_1/kernel`, and under a new scope `outer/dnn/outer/hiddenlayer_0/kernel`,
+    as TF 2.15's Keras 2 layers named them (so such checkpoints restore both ways); the DNN, linear and combined
+    model_fns and tf.compat.v1.layers, plain, under AUTO_REUSE and a new scope
+    (tests/helpers/repeated_construction.py; TF 2.15's run in tests/data/tf215_repeated_construction.json)."""
+    result = run_installed("repeated_construction.py")
+    assert result.returncode == 0, result.stderr[-3000:]
+    ours = json.loads(result.stdout.strip().splitlines()[-1])
+    recorded = json.load(open(os.path.join(REPO, "tests", "data", "tf215_repeated_construction.json")))
+    assert "dnn_1/hiddenlayer_0_1/kernel" in recorded["dnn_auto_reuse"]
+    assert ours == recorded

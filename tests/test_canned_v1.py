@@ -160,3 +160,29 @@ def test_the_rnn_model_config_round_trips():
         key: value for key, value in config.items() if key != "rnn_layer"}
     assert again["context_feature_columns"] and again["activation"] == "relu" and again["name"] == "rnn_model"
     assert again["rnn_layer"]["class_name"] == config["rnn_layer"]["class_name"] == "RNN"
+
+
+def test_tf1_head_classes_take_any_reduction_and_tf_2_15s_factories_check_it(installed):
+    """TF 2.15 checked a TF 1.x head's `loss_reduction` in its factory functions and the canned classes, not in
+    the head classes: TF Privacy makes the classes with NONE (one loss per example, for its DP optimizers), and
+    reads it back from `_loss_reduction`. The factories and canned classes refuse NONE with TF 2.15's words."""
+    import tensorflow as tf
+    from tensorflow_estimator.python.estimator.canned import head as head_lib
+
+    none = tf.compat.v1.losses.Reduction.NONE
+    heads = [head_lib._BinaryLogisticHeadWithSigmoidCrossEntropyLoss(loss_reduction=none),
+             head_lib._MultiClassHeadWithSoftmaxCrossEntropyLoss(3, loss_reduction=none),
+             head_lib._RegressionHeadWithMeanSquaredErrorLoss(1, loss_reduction=none)]
+    assert [head._loss_reduction for head in heads] == [none] * 3
+    for factory, args in ((head_lib._binary_logistic_head_with_sigmoid_cross_entropy_loss, ()),
+                          (head_lib._multi_class_head_with_softmax_cross_entropy_loss, (3,)),
+                          (head_lib._regression_head, ()),
+                          (head_lib._binary_logistic_or_multi_class_head, (2, None, None))):
+        with pytest.raises(ValueError, match="^Invalid loss_reduction: none"):
+            factory(*args, loss_reduction=none)
+    columns = [tf.feature_column.numeric_column("x")]
+    for make in (lambda: estimator.v1.DNNClassifier([2], columns, loss_reduction=none),
+                 lambda: estimator.v1.LinearRegressor(columns, loss_reduction=none)):
+        with pytest.raises(ValueError, match="^Invalid loss_reduction: none"):
+            make()
+    assert head_lib._multi_class_head_with_softmax_cross_entropy_loss(4, loss_reduction="weighted_mean")._loss_reduction == "weighted_mean"

@@ -94,7 +94,8 @@ def test_spleeter_trains_separates_and_exports_with_tf_2_15s_files_and_names(tmp
 def test_tf_privacy_heads_and_model_fns_train_as_under_tf_2_15(tmp_path, keras):
     """TF Privacy subclasses TF 2.15's heads (a loss per example, its own `_create_tpu_estimator_spec`, TF 1.x's
     `create_loss` and `_eval_metric_ops`) and calls its private model_fns: its v1 DNN (2 and 3 classes) and
-    linear classifiers match TF 2.15 within 1e-3 in every metric, with its variables. Its TF 2 DNN reaches
+    linear classifiers match TF 2.15 within 1e-3 in every metric, with its variables, also trained as its users
+    train them (loss_reduction=NONE, its DP optimizer) and exported with TF 2.15's signatures. Its TF 2 DNN reaches
     `tf.keras.__internal__` (Keras 2): it runs, and matches, under TF_USE_LEGACY_KERAS=1."""
     env = {"TF_USE_LEGACY_KERAS": "1"} if keras == "legacy_keras" else {}
     try:
@@ -104,10 +105,11 @@ def test_tf_privacy_heads_and_model_fns_train_as_under_tf_2_15(tmp_path, keras):
     assert ours["status"] == "ok", ours.get("error") or ours.get("traceback_tail")
     theirs = TF215["tf_privacy"]["models"]
     compared = [name for name in theirs if name.startswith("v1_") or keras == "legacy_keras"]
-    assert len(compared) == (4 if keras == "legacy_keras" else 3)
+    assert len(compared) == (6 if keras == "legacy_keras" else 5)
     for name in compared:
         mine, recorded = ours["models"][name], theirs[name]
         assert mine["variables"] == recorded["variables"], name
         assert mine["prediction_keys"] == recorded["prediction_keys"], name
         assert sorted(mine["metrics"]) == sorted(recorded["metrics"]), name
         _close(mine["metrics"], recorded["metrics"], list(recorded["metrics"]), within=1e-3)
+        assert mine.get("signatures") == recorded.get("signatures"), name  # the DP models' exports

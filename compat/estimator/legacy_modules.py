@@ -147,11 +147,11 @@ RENAMED: dict[tuple[str, str], tuple[str, str]] = {
     ),
     ("canned.head", "_binary_logistic_head_with_sigmoid_cross_entropy_loss"): (
         "compat.estimator.canned.v1_heads",
-        "BinaryClassHeadV1",
+        "binary_head_v1",
     ),
     ("canned.head", "_multi_class_head_with_softmax_cross_entropy_loss"): (
         "compat.estimator.canned.v1_heads",
-        "MultiClassHeadV1",
+        "multi_class_head_v1",
     ),
     ("canned.head", "_BinaryLogisticHeadWithSigmoidCrossEntropyLoss"): (
         "compat.estimator.canned.v1_heads",

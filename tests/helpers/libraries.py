@@ -29,7 +29,13 @@ LIBRARIES = {
     },
     "tf_ranking": {"driver": "library_tf_ranking.py", "packages": ["tensorflow-ranking==0.5.5"], "tf215_only": []},
     # TF Privacy subclasses TF 2.15's heads and calls its private model_fns (tensorflow_estimator paths).
-    "tf_privacy": {"driver": "library_tf_privacy.py", "packages": ["tensorflow-privacy==0.9.0"], "tf215_only": []},
+    # (its DP optimizers' accounting: dp-accounting, with scipy, attrs and mpmath)
+    "tf_privacy": {
+        "driver": "library_tf_privacy.py",
+        "packages": ["tensorflow-privacy==0.9.0", "dp-accounting==0.4.4", "scipy==1.14.1", "attrs==26.1.0"]
+        + ["mpmath==1.4.1"],
+        "tf215_only": [],
+    },
     # Spleeter with the pure-Python packages its command line imports (typer, click, httpx for its model
     # provider, which downloads nothing here); its pandas, numpy and soundfile pins are older than this
     # project's, whose own are used here (the TF 2.15 environment gets the pinned ones).
@@ -139,6 +145,16 @@ TF_SLIM = ["tf-slim==1.1.0"]
 def copy_of_bert(destination: str, python: str = sys.executable) -> str:
     """`destination`, holding a fresh copy of bert-tensorflow's `bert` package (installed for `python` once),
     as a user's checkout of google-research/bert would: ready to be rewritten in place."""
-    source = os.path.join(install(BERT, python), "bert")
-    shutil.copytree(source, os.path.join(destination, "bert"), ignore=shutil.ignore_patterns("__pycache__"))
+    return copy_of_package(BERT, "bert", destination, python)
+
+
+# google-research/albert as released on PyPI, with the SentencePiece its tokenization module imports
+ALBERT = ["albert-tensorflow==1.1", "sentencepiece==0.2.0"]
+
+
+def copy_of_package(packages: list[str], package: str, destination: str, python: str = sys.executable) -> str:
+    """`destination`, holding a fresh copy of the package `package` of `packages` (installed for `python` once),
+    as a user's checkout would: ready to be rewritten in place."""
+    source = os.path.join(install(packages, python), package)
+    shutil.copytree(source, os.path.join(destination, package), ignore=shutil.ignore_patterns("__pycache__"))
     return destination

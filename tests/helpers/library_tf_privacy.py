@@ -4,8 +4,9 @@ TF Privacy subclasses TF 2.15's heads (`BinaryClassHead`, `MultiClassHead`, and 
 `_BinaryLogisticHeadWithSigmoidCrossEntropyLoss`) and builds its estimators from TF 2.15's private model_fns
 (`dnn._dnn_model_fn`, `dnn.dnn_model_fn_v2`, `linear._linear_model_fn`): its heads' loss is a vector (one
 loss per example, what a differentially private optimizer clips) and their `_create_tpu_estimator_spec`
-builds the spec. Its DP optimizers need packages beyond TensorFlow (dp-accounting), so the estimators train
-here with plain optimizers: what is compared is that the library's heads and model_fns run as on TF 2.15.
+builds the spec. The estimators train with plain optimizers, and the v1 DNN and linear classifiers also as TF Privacy's users
+train them: a loss per example (`loss_reduction=NONE`, which TF 2.15's head classes took) clipped by its DP
+optimizer (dp-accounting installed beside it), then exported.
 The TF 2 DNNClassifier's heads reach `tf.keras.__internal__` (Keras 2): it runs where tf.keras is Keras 2
 (TF 2.15, or TF_USE_LEGACY_KERAS=1), and is reported as not run otherwise.
 
@@ -81,6 +82,26 @@ def main():
         [8], COLUMNS, n_classes=3, optimizer=sgd(0.05), config=config("v1_dnn_3")), Y3, workdir)
     report["models"]["v1_linear"] = run("v1_linear", linear_v1.LinearClassifier(
         COLUMNS, optimizer=sgd(0.05), config=config("v1_linear")), Y, workdir)
+    # As TF Privacy's users train them: a loss per example (loss_reduction NONE), clipped by its DP optimizer
+    # (noise 0, so that both runs draw nothing at random), then exported.
+    from tensorflow_privacy.privacy.optimizers.dp_optimizer import DPGradientDescentGaussianOptimizer
+
+    def dp_sgd():
+        return DPGradientDescentGaussianOptimizer(l2_norm_clip=1.0, noise_multiplier=0.0, num_microbatches=32,
+                                                  learning_rate=0.05)
+
+    none = tf.compat.v1.losses.Reduction.NONE
+    for name, estimator in (
+        ("v1_dnn_dp", dnn_v1.DNNClassifier([8], COLUMNS, optimizer=dp_sgd(), loss_reduction=none,
+                                           config=config("v1_dnn_dp"))),
+        ("v1_linear_dp", linear_v1.LinearClassifier(COLUMNS, optimizer=dp_sgd(), loss_reduction=none,
+                                                    config=config("v1_linear_dp"))),
+    ):
+        report["models"][name] = run(name, estimator, Y, workdir)
+        receiver = tf.estimator.export.build_parsing_serving_input_receiver_fn(
+            tf.feature_column.make_parse_example_spec(COLUMNS))
+        exported = estimator.export_saved_model(os.path.join(workdir, "export", name), receiver)
+        report["models"][name]["signatures"] = sorted(tf.saved_model.load(exported.decode()).signatures)
     from tensorflow_privacy.privacy.estimators import dnn
 
     if hasattr(tf.keras, "__internal__"):

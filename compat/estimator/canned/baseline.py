@@ -220,7 +220,7 @@ class BaselineRegressorV1(Estimator):
         config: Any = None,
         loss_reduction: str = v1_heads.V1Reduction.SUM,
     ):
-        head = v1_heads.RegressionHeadV1(
+        head = v1_heads.regression_head(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
         # as TF 2.15: the weight column weighs the loss, and is counted among the features' batch sizes

@@ -46,11 +46,14 @@ class _DNNModel(tf_keras.Model):
     ):
         super().__init__(name=name)
         common.check_v2_columns(feature_columns)
+        # Each layer is named after the graph's name scope of its name where the model is made, as TF 2.15
+        # named it: `hiddenlayer_0`, `hiddenlayer_0_1` when a model_fn builds a second DNN in the same graph,
+        # `outer/hiddenlayer_0` inside a scope; Keras 2 names the variables after the layers.
         self._input_layer = tf_keras.layers.DenseFeatures(
-            feature_columns, name="input_from_feature_columns/input_layer"
+            feature_columns, name=f"{_scope_name('input_from_feature_columns')}/input_layer"
         )
         self._dropout = dropout
-        self._layer_names = [f"hiddenlayer_{index}" for index in range(len(hidden_units))]
+        self._layer_names = [_scope_name(f"hiddenlayer_{index}") for index in range(len(hidden_units))]
         self._hidden_layers = [
             tf_keras.layers.Dense(
                 size, activation=activation_fn, kernel_initializer=tf.compat.v1.glorot_uniform_initializer(), name=name
@@ -70,8 +73,9 @@ class _DNNModel(tf_keras.Model):
             if batch_norm
             else []
         )
+        self._logits_name = _scope_name("logits")
         self._logits_layer = tf_keras.layers.Dense(
-            units, activation=None, kernel_initializer=tf.compat.v1.glorot_uniform_initializer(), name="logits"
+            units, activation=None, kernel_initializer=tf.compat.v1.glorot_uniform_initializer(), name=self._logits_name
         )
 
     def call(self, features: dict, mode: str) -> tf.Tensor:
@@ -85,8 +89,14 @@ class _DNNModel(tf_keras.Model):
                 net = self._batch_norm_layers[index](net, training=training)
             common.add_layer_summary(net, self._layer_names[index])
         logits = self._logits_layer(net)
-        common.add_layer_summary(logits, "logits")
+        common.add_layer_summary(logits, self._logits_name)
         return logits
+
+
+def _scope_name(name: str) -> str:
+    """The name scope `name` opens here, without its slash (unique in a graph; as given when eager)."""
+    with tf.compat.v1.name_scope(name) as scope:
+        return scope.rstrip("/")
 
 
 def _check_units(units: Any) -> None:
@@ -452,7 +462,7 @@ class DNNRegressorV1(Estimator):
         loss_reduction: str = v1_heads.V1Reduction.SUM,
         batch_norm: bool = False,
     ):
-        head = v1_heads.RegressionHeadV1(
+        head = v1_heads.regression_head(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
         super().__init__(**common.estimator_arguments(_model_fn, common.TF1, head, locals()))

@@ -424,7 +424,7 @@ class DNNLinearCombinedRegressorV1(Estimator):
         batch_norm: bool = False,
         linear_sparse_combiner: str = "sum",
     ):
-        head = v1_heads.RegressionHeadV1(
+        head = v1_heads.regression_head(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
         super().__init__(**common.estimator_arguments(_model_fn, common.TF1, head, locals()))

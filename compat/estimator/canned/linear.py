@@ -516,7 +516,7 @@ class LinearRegressorV1(Estimator):
         sparse_combiner: str = "sum",
     ):
         _check_sdca_regressor(optimizer, feature_columns, label_dimension, sparse_combiner)
-        head = v1_heads.RegressionHeadV1(
+        head = v1_heads.regression_head(
             label_dimension=label_dimension, weight_column=weight_column, loss_reduction=loss_reduction
         )
         super().__init__(**common.estimator_arguments(_model_fn, common.TF1, head, locals()))

@@ -170,15 +170,11 @@ class _V1Training(_HeadBase):
     """What makes a TF2 head (the class after this one in the bases) a v1 head: the v1 loss reduction, the v1
     train op and summaries. Predictions, metrics and export signatures stay the TF2 head's."""
 
-    _v1_reduction: str
-
     def _set_v1_reduction(self, loss_reduction: str) -> None:
-        validate_v1_loss_reduction(loss_reduction)
-        self._v1_reduction = loss_reduction
-
-    @property
-    def loss_reduction(self) -> str:
-        return self._v1_reduction
+        # Not checked here: TF 2.15 checked it in the factory functions (`regression_head`, ...), and libraries
+        # make the classes with NONE (TF Privacy's heads, whose DP optimizers take one loss per example). Kept
+        # where TF 2.15's TF 1.x heads kept it, `_loss_reduction`, which those libraries' heads read.
+        self._loss_reduction = loss_reduction
 
     def create_loss(self, features: Any, mode: str, logits: Any, labels: Any) -> LossSpec:
         """The reduced training loss, the unreduced loss `[D0, ... DN, k]`, the weights and the processed labels
@@ -189,7 +185,7 @@ class _V1Training(_HeadBase):
             labels = self._processed_labels(logits, labels)
             unreduced, weights = self._unweighted_loss_and_weights(logits, labels, features)
             training_loss = tf.compat.v1.losses.compute_weighted_loss(
-                unreduced, weights=weights, reduction=self._v1_reduction
+                unreduced, weights=weights, reduction=self._loss_reduction
             )
         return LossSpec(training_loss, unreduced, weights, labels)
 
@@ -207,7 +203,7 @@ class _V1Training(_HeadBase):
 
     def _average_loss(self, training_loss: tf.Tensor, unreduced: tf.Tensor, weights: Any) -> tf.Tensor | None:
         """The training loss per unit of example weight, which TF 2.15 summarised for SUM only."""
-        if self._v1_reduction != V1Reduction.SUM:
+        if self._loss_reduction != V1Reduction.SUM:
             return None
         return training_loss / tf.reduce_sum(weights * tf.ones_like(unreduced))
 
@@ -387,8 +383,49 @@ def regression_head(
     name: str | None = None,
 ) -> RegressionHeadV1:
     """TF 1.x's regression head in the argument order of TF 2.15's `canned.head._regression_head` (the weight
-    column first, unlike the class)."""
+    column first, unlike the class), its `loss_reduction` checked.
+
+    Raises:
+      ValueError: `loss_reduction` is not one of tf.compat.v1.losses.Reduction's other than NONE.
+    """
+    validate_v1_loss_reduction(loss_reduction)
     return RegressionHeadV1(label_dimension, weight_column, loss_reduction, loss_fn, inverse_link_fn, name)
+
+
+def binary_head_v1(
+    weight_column: Any = None,
+    thresholds: Sequence[float] | None = None,
+    label_vocabulary: Sequence[str] | None = None,
+    loss_reduction: str = V1Reduction.SUM,
+    loss_fn: Callable | None = None,
+    name: str | None = None,
+) -> BinaryClassHeadV1:
+    """TF 2.15's `canned.head._binary_logistic_head_with_sigmoid_cross_entropy_loss`: the class, its
+    `loss_reduction` checked (the class takes any, as TF 2.15's did).
+
+    Raises:
+      ValueError: `loss_reduction` is not one of tf.compat.v1.losses.Reduction's other than NONE.
+    """
+    validate_v1_loss_reduction(loss_reduction)
+    return BinaryClassHeadV1(weight_column, thresholds, label_vocabulary, loss_reduction, loss_fn, name)
+
+
+def multi_class_head_v1(
+    n_classes: int,
+    weight_column: Any = None,
+    label_vocabulary: Sequence[str] | None = None,
+    loss_reduction: str = V1Reduction.SUM,
+    loss_fn: Callable | None = None,
+    name: str | None = None,
+) -> MultiClassHeadV1:
+    """TF 2.15's `canned.head._multi_class_head_with_softmax_cross_entropy_loss`: the class, its `loss_reduction`
+    checked (the class takes any, as TF 2.15's did).
+
+    Raises:
+      ValueError: `loss_reduction` is not one of tf.compat.v1.losses.Reduction's other than NONE.
+    """
+    validate_v1_loss_reduction(loss_reduction)
+    return MultiClassHeadV1(n_classes, weight_column, label_vocabulary, loss_reduction, loss_fn, name)
 
 
 def summary_key(head_name: str | None, val: str) -> str:
@@ -400,7 +437,13 @@ def summary_key(head_name: str | None, val: str) -> str:
 def classifier_head_v1(
     n_classes: int, weight_column: Any, label_vocabulary: Sequence[str] | None, loss_reduction: str
 ) -> Any:
-    """The head of a v1 canned classifier: sigmoid for 2 classes, softmax for more."""
+    """The head of a v1 canned classifier: sigmoid for 2 classes, softmax for more (TF 2.15's
+    `canned.head._binary_logistic_or_multi_class_head`).
+
+    Raises:
+      ValueError: `loss_reduction` is not one of tf.compat.v1.losses.Reduction's other than NONE.
+    """
+    validate_v1_loss_reduction(loss_reduction)
     if n_classes == 2:
         return BinaryClassHeadV1(
             weight_column=weight_column, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction
@@ -460,8 +503,11 @@ __all__ = [
     "MultiClassHeadV1",
     "RegressionHeadV1",
     "V1Reduction",
+    "binary_head_v1",
     "classifier_head_v1",
     "is_v1_head",
+    "multi_class_head_v1",
+    "regression_head",
     "v1_estimator_spec",
     "v1_train_op",
     "validate_v1_loss_reduction",
