@@ -418,10 +418,13 @@ def test_a_library_in_the_compat_v2_style_trains_evaluates_and_predicts(tmp_path
 
 def test_tpu_estimator_takes_an_hparams_style_params_object_and_sets_tf_2_15s_keys(tmp_path):
     """A dict or an object with attributes, `values()` and `add_hparam`: the input_fn and the model_fn get
-    copies with `batch_size` (and, for the model_fn, `use_tpu`) set as TF 2.15 set them; the caller's and the
-    Estimator's stay unchanged."""
+    copies with `batch_size` (and, for the model_fn, `use_tpu`) set as TF 2.15 set them; the caller's stays
+    unchanged, the Estimator's gains `use_tpu` at export, as TF 2.15's did. Export calls the model_fn twice
+    without `batch_size` and writes the meta graphs `serve` and `serve, tpu` (export_to_tpu's default)."""
     result = run_installed("tpu_params_program.py", str(tmp_path / "model"))
     assert result.returncode == 0, result.stderr[-3000:]
     recorded = json.load(open(os.path.join(REPO, "tests", "data", "tf215_tpu_params.json")))
     assert recorded["hparams"]["model_fn_train"]["values"]["batch_size"] == 16
+    assert [mode for mode, _ in recorded["dict"]["calls"]] == ["train", "eval", "infer", "infer", "infer"]
+    assert recorded["dict"]["tags"] == [["serve"], ["serve", "tpu"]]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == recorded

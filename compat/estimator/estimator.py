@@ -837,8 +837,10 @@ class Estimator(EstimatorBase):
         mode: str,
         save_variables: bool,
         strip_default_attrs: bool,
+        tags: Sequence[str] | None = None,
     ) -> None:
-        """One meta graph of the export: the model_fn in `mode` on the receiver's inputs, restored."""
+        """One meta graph of the export: the model_fn in `mode` on the receiver's inputs, restored, tagged
+        `tags` (default: TF 2.15's tags of `mode`)."""
         with self._new_graph() as graph:
             receiver = receiver_fn()
             spec = self._call_model_fn(receiver.features, getattr(receiver, "labels", None), mode, self.config)
@@ -870,7 +872,7 @@ class Estimator(EstimatorBase):
                     ) from error
                 tf_internals.add_train_op(builder, spec.train_op)
                 kwargs = dict(
-                    tags=export_lib.export_utils.EXPORT_TAG_MAP[mode],
+                    tags=list(tags) if tags is not None else export_lib.export_utils.EXPORT_TAG_MAP[mode],
                     signature_def_map=signatures,
                     assets_collection=_v1.get_collection(_v1.GraphKeys.ASSET_FILEPATHS),
                     main_op=local_init_op,

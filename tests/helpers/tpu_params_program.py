@@ -3,7 +3,9 @@ them (audio and music models kept their hyperparameters in tf.contrib.training.H
 
     python tpu_params_program.py WORK_DIR
 
-Prints one JSON line: the params the input_fn and the model_fn saw in each mode, and the Estimator's. Written
+Prints one JSON line: the params the input_fn and the model_fn saw in each mode, and the Estimator's; then, for
+train, evaluate, predict (with predict_batch_size) and export, every model_fn call in order with its mode and
+params (TF 2.15 exports without `batch_size`: the batch is not known there). Written
 for TF 2.15's tf.estimator; tests/test_estimator_api.py runs it after compat.estimator.install() and compares
 with TF 2.15's output (tests/data/tf215_tpu_params.json).
 """
@@ -29,6 +31,7 @@ class HParams:
         return key in self._names
 
 seen = {}
+calls = []
 def describe(params):
     if hasattr(params, "values") and not isinstance(params, dict):
         return {"type": type(params).__name__, "values": {k: v for k, v in sorted(params.values().items()) if k != "context"}}
@@ -41,18 +44,38 @@ def input_fn(params):
     return tf.data.Dataset.from_tensor_slices(({"x": X}, Y)).repeat().batch(bs, drop_remainder=True)
 def model_fn(features, labels, mode, params):
     seen.setdefault("model_fn_" + mode, describe(params))
+    calls.append([mode, describe(params)])
     lr = params["learning_rate"] if isinstance(params, dict) else params.learning_rate
     logits = tf.compat.v1.layers.dense(features["x"], 2)
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(mode, predictions={"logits": logits})
     loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
     opt = tf.compat.v1.train.GradientDescentOptimizer(lr)
     return tf.compat.v1.estimator.tpu.TPUEstimatorSpec(mode, loss=loss, train_op=opt.minimize(loss, tf.compat.v1.train.get_global_step()))
 out = {}
 for kind in ("dict", "hparams"):
     seen.clear()
+    calls.clear()
     params = {"learning_rate": 0.1, "layers": 2} if kind == "dict" else HParams(learning_rate=0.1, layers=2)
     config = tf.compat.v1.estimator.tpu.RunConfig(model_dir=sys.argv[1] + kind)
-    est = tf.compat.v1.estimator.tpu.TPUEstimator(model_fn, config=config, params=params, use_tpu=False, train_batch_size=16, eval_batch_size=8)
+    est = tf.compat.v1.estimator.tpu.TPUEstimator(model_fn, config=config, params=params, use_tpu=False, train_batch_size=16, eval_batch_size=8, predict_batch_size=4)
     est.train(input_fn, max_steps=3)
     est.evaluate(input_fn, steps=2)
-    out[kind] = dict(seen, estimator_params=describe(est.params), original=describe(params))
+
+    def predict_input_fn(params):
+        bs = params["batch_size"] if isinstance(params, dict) else params.batch_size
+        return tf.data.Dataset.from_tensor_slices({"x": X[:8]}).batch(bs)
+
+    predictions = list(est.predict(predict_input_fn))
+
+    def serving_input_fn():
+        x = tf.compat.v1.placeholder(tf.float32, [None, 3])
+        return tf.estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+    exported = est.export_saved_model(sys.argv[1] + kind + "_export", serving_input_fn).decode()
+    out[kind] = dict(seen, estimator_params=describe(est.params), original=describe(params), calls=list(calls),
+                     predictions=len(predictions),
+                     tags=sorted(sorted(meta.meta_info_def.tags) for meta in __import__(
+                         "tensorflow.core.protobuf.saved_model_pb2", fromlist=["SavedModel"]).SavedModel.FromString(
+                         open(exported + "/saved_model.pb", "rb").read()).meta_graphs))
 print(json.dumps(out, sort_keys=True))

@@ -252,6 +252,9 @@ class TPUEstimator(Estimator):
             raise ValueError(f"export_saved_model_api_version should be 1 or 2; got {export_saved_model_api_version}.")
         self._use_tpu = use_tpu
         self._eval_on_tpu = eval_on_tpu
+        self._export_to_tpu = export_to_tpu
+        self._export_to_cpu = export_to_cpu
+        self._exporting = False  # while a SavedModel is built: the model_fn gets no batch size
         self._batch_sizes = {
             ModeKeys.TRAIN: train_batch_size,
             ModeKeys.EVAL: eval_batch_size,
@@ -309,11 +312,39 @@ class TPUEstimator(Estimator):
         """A copy of `params` with what TF 2.15 added for `mode`: `batch_size` (where one is set for the mode)
         and, for the model_fn, `use_tpu` (False: the model runs on the CPU or GPU)."""
         items: dict[str, Any] = {}
-        if self._batch_sizes.get(mode) is not None:
+        if self._batch_sizes.get(mode) is not None and not self._exporting:
             items[_BATCH_SIZE_KEY] = self._batch_sizes[mode]
         if for_model_fn:
             items[_USE_TPU_KEY] = False
         return _with_items(params, items)
+
+    def _add_meta_graph_for_mode(  # type: ignore[override]
+        self, builder, receiver_fn, checkpoint_path, mode, save_variables, strip_default_attrs, tags=None
+    ) -> None:
+        """As TF 2.15: the model_fn exported without `batch_size` in its params (the serving batch is not known),
+        and for PREDICT, with `export_to_tpu` (the default), a second meta graph tagged `serve, tpu`. TF 2.15
+        rewrote that one for a TPU; here it is the model_fn as on the CPU, since no TPU is driven."""
+        self._exporting = True
+        try:
+            cpu = self._export_to_cpu or mode != ModeKeys.PREDICT
+            if cpu:
+                super()._add_meta_graph_for_mode(
+                    builder, receiver_fn, checkpoint_path, mode, save_variables, strip_default_attrs, tags
+                )
+            if self._export_to_tpu and mode == ModeKeys.PREDICT:
+                super()._add_meta_graph_for_mode(
+                    builder,
+                    receiver_fn,
+                    checkpoint_path,
+                    mode,
+                    save_variables and not cpu,
+                    strip_default_attrs,
+                    [tf.saved_model.SERVING, tf.saved_model.TPU],
+                )
+        finally:
+            self._exporting = False
+        # TF 2.15 set `use_tpu` in the Estimator's own params when exporting, where a program reads it after
+        self._params = _with_items(self._params, {_USE_TPU_KEY: False})
 
     def _call_tpu_model_fn(self, features, labels, mode, config, params):
         args = tf_internals.fn_args(self._tpu_model_fn)
