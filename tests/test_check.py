@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from compat.estimator import check, compatibility
@@ -525,7 +526,9 @@ def test_each_tf_contrib_name_says_where_fix_takes_it_or_what_to_write_instead(t
     fixed = subprocess.run([*CHECK, "--fix", str(program)], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert fixed.returncode == 1 and f"fixed {program}" in fixed.stdout  # HParams and embed_sequence need a person
     text = program.read_text()
-    assert "tf.compat.v1.nn.rnn_cell.LSTMCell(4)" in text and "from tensorflow.contrib import layers as cl" in text
+    assert "tf.compat.v1.nn.rnn_cell.LSTMCell(4)" in text
+    assert not [line for line in text.splitlines() if line.startswith(("from tensorflow.contrib", "import tensorflow.c"))]
+    assert 'cl = unavailable("tf.contrib.layers")' in text  # a name with no home: the file imports, its use stops
     assert "tf_slim" in text and "imports tf_slim now" not in fixed.stdout  # named in a comment, not imported
 
 
@@ -596,3 +599,76 @@ def test_names_taken_from_tf_2_15_module_paths_are_judged_by_whether_they_resolv
     assert ran.returncode == 0, ran.stderr[-3000:]
     resolved = json.loads(ran.stdout.strip().splitlines()[-1])
     assert resolved == {name: verdicts[name] == compatibility.SAME for name in asked}
+
+
+@pytest.mark.slow
+def test_albert_fine_tunes_and_reports_its_sts_b_metrics_after_fix_alone(tmp_path):
+    """google-research/albert as packaged (albert-tensorflow 1.1): `check --fix` alone leaves no tf.contrib import
+    (its STS-B metrics' `streaming_pearson_correlation` and `streaming_concat` find their home here), and a tiny
+    ALBERT fine-tunes through its own model_fn_builder under TPUEstimator(use_tpu=False); the evaluation's streaming
+    metrics are TF 1.x's: the concatenated predictions and labels, their Pearson correlation and mean squared
+    error, as computed from the predictions themselves (tests/helpers/albert_sts_b.py)."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "helpers"))
+    import libraries
+
+    try:
+        checkout = libraries.copy_of_package(libraries.ALBERT, "albert", str(tmp_path / "checkout"))
+        sentencepiece = libraries.install(libraries.ALBERT)
+    except libraries.IndexUnreachable as error:
+        pytest.skip(f"the package index is unreachable: {error}")
+    fixed = subprocess.run([*CHECK, "--fix", "albert"], capture_output=True, text=True, cwd=checkout, timeout=600)
+    assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]  # nothing left for a person
+    for module in (tmp_path / "checkout" / "albert").glob("*.py"):
+        assert "tensorflow.contrib" not in module.read_text(), module.name
+    assert "from compat.estimator import contrib_metrics" in (
+        tmp_path / "checkout" / "albert" / "classifier_utils.py").read_text()
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    ran = subprocess.run([sys.executable, os.path.join(REPO, "tests", "helpers", "albert_sts_b.py"), "--albert",
+                          checkout, "--workdir", str(workdir)], capture_output=True, text=True, cwd=workdir,
+                         timeout=600, env={**os.environ, "PYTHONPATH": os.pathsep.join([REPO, sentencepiece]),
+                                           "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    ours = json.loads(ran.stdout.strip().splitlines()[-1])
+    predictions, labels, metrics = np.array(ours["predictions"]), np.array(ours["labels"]), ours["metrics"]
+    assert metrics["global_step"] == 12 and len(predictions) == len(labels) == 32
+    np.testing.assert_allclose(metrics["pred"], predictions[:, None] if np.ndim(metrics["pred"]) == 2
+                               else predictions, atol=1e-5)
+    np.testing.assert_allclose(metrics["label_ids"], labels, atol=1e-6)
+    assert metrics["pearson"] == pytest.approx(np.corrcoef(predictions, labels)[0, 1], abs=1e-4)
+    assert metrics["MSE"] == pytest.approx(np.mean((predictions - labels) ** 2), rel=1e-4)
+
+
+def test_fix_leaves_a_file_importable_when_a_contrib_name_has_no_home(tmp_path):
+    """A tf.contrib module or name with no home in TensorFlow 2, here or in tf-slim, no longer keeps a
+    `tensorflow.contrib` import alive: --fix binds a stand-in, with the check's comment above it and above each
+    use, so the file imports and runs, and only a use stops, naming the name; the check still reports the uses,
+    and a second --fix changes nothing."""
+    program = tmp_path / "program.py"
+    program.write_text(
+        "import tensorflow as tf\n"
+        "from tensorflow.contrib import learn as contrib_learn\n"
+        "from tensorflow.contrib.training import HParams\n\n\n"
+        "def rarely_run():\n"
+        "    return contrib_learn.Experiment(None, None, None)\n\n\n"
+        "def main():\n"
+        "    return int(tf.constant(2)) + 1\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    print(main())\n"
+    )
+    assert check.main([str(program), "--fix"]) == 1  # uses something refused: what needs a person
+    fixed = program.read_text()
+    assert "tensorflow.contrib" not in fixed
+    assert fixed.count(check.FIX_COMMENT + "tf.contrib.learn:") == 1  # above the stand-in
+    assert check.FIX_COMMENT + "tf.contrib.learn.Experiment" in fixed  # above the use
+    assert "HParams has no home: pass a dict" in fixed  # the check's own words on the name
+    env = {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    ran = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=300, env=env)
+    assert ran.returncode == 0 and ran.stdout.strip() == "3", ran.stderr[-2000:]
+    used = subprocess.run([sys.executable, "-c", "import program; program.rarely_run()"], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path, env=env)
+    assert "ContribUnavailableError: tf.contrib.learn.Experiment: tf.contrib is not in TensorFlow 2" in used.stderr
+    assert {use.name for use in check.check_source(fixed) if use.status == compatibility.REFUSED} >= {
+        "tf.contrib.learn.Experiment", "tf.contrib.training.HParams"}
+    check.main([str(program), "--fix"])
+    assert program.read_text() == fixed

@@ -127,6 +127,24 @@ class _Aliases(ast.NodeVisitor):
                 self.names[alias.asname or alias.name] = full or f"{point}.{alias.name}"
         self._note_import(node)
 
+    def visit_Assign(self, node: ast.Assign) -> None:
+        # `contrib_foo = unavailable("tf.contrib.foo")`, which --fix wrote for a tf.contrib import with no home: the
+        # name still stands for that point, so that its uses are reported again
+        value = node.value
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == "unavailable"
+            and len(value.args) == 1
+            and isinstance(value.args[0], ast.Constant)
+            and isinstance(value.args[0].value, str)
+            and value.args[0].value.startswith("tf.contrib.")
+        ):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.names[target.id] = value.args[0].value
+        self.generic_visit(node)
+
     def _note_import(self, node: ast.stmt) -> None:
         if node.col_offset == 0:
             self.imports_tensorflow.append(node.lineno)
@@ -259,6 +277,12 @@ def _contrib_layers_verdict(name: str) -> compatibility.Entry | None:
     home = upgrade.contrib_layers_home(name)
     if home is None:
         return None
+    if home.startswith("compat.estimator.contrib_metrics."):
+        return compatibility.Entry(
+            compatibility.REFUSED,
+            f"tf.contrib is not in TensorFlow 2; this project has it as {home}, with TF 1.x's results (--fix "
+            "rewrites it)",
+        )
     if home.startswith("compat."):
         return compatibility.Entry(
             compatibility.REFUSED,
@@ -633,8 +657,17 @@ def fixed_source(source: str, path: str) -> str:
     try:
         ast.parse(commented)
     except SyntaxError:  # a comment would have landed where none can stand: the report names those uses
-        return text
-    return commented
+        commented = text
+    return upgrade.contrib_imports_deferred(commented, _stand_in_comment)
+
+
+def _stand_in_comment(name: str) -> str:
+    """The comment --fix writes above the stand-in it binds for `name`, a tf.contrib module or name with no home."""
+    notes = [use.note for use in check_source(f"import tensorflow as tf\n_ = {name}\n") if use.name == name]
+    note = notes[0] if notes else "tf.contrib is not in TensorFlow 2, and this name has no home: replace it by hand"
+    return (
+        f"{FIX_COMMENT}{name}: {note}. --fix bound a stand-in, so that this file imports: a use of it stops, naming it"
+    )
 
 
 def _is_tf1_program(uses: list[Use]) -> bool:

@@ -211,15 +211,25 @@ def tf_slim_names() -> dict[str, frozenset[str]]:
     return {"layers": frozenset(recorded["layers"]), "slim": frozenset(recorded["slim"])}
 
 
-def contrib_layers_home(name: str) -> str | None:
-    """Where `--fix` sends the TF 1.x name `name` of tf.contrib.layers or tf.contrib.slim: this project's
-    `compat.estimator.contrib_layers.<x>` where it has it (contrib_layers.py), else tf-slim's `tf_slim.layers.<x>`
-    or `tf_slim.<x>`; None when neither has it."""
-    from compat.estimator import contrib_layers
+# tf.contrib's modules of which this project has names of its own: compat/estimator/contrib_<module>.py
+_OWN_CONTRIB = ("layers", "metrics")
 
+
+def _own_contrib_names(module: str) -> frozenset[str]:
+    """The names this project has of tf.contrib.`module` ("layers", "metrics"): its module's `__all__`."""
+    import importlib
+
+    return frozenset(importlib.import_module(f"compat.estimator.contrib_{module}").__all__)
+
+
+def contrib_layers_home(name: str) -> str | None:
+    """Where `--fix` sends the TF 1.x name `name` of tf.contrib.layers, tf.contrib.metrics or tf.contrib.slim: this
+    project's `compat.estimator.contrib_<module>.<x>` where it has it (contrib_layers.py, contrib_metrics.py),
+    else tf-slim's `tf_slim.layers.<x>` or `tf_slim.<x>`; None when none has it."""
     member = name.split(".")[3] if name.count(".") >= 3 else ""
-    if name.startswith("tf.contrib.layers.") and member in contrib_layers.__all__:
-        return f"compat.estimator.contrib_layers.{name[len('tf.contrib.layers.') :]}"
+    for module in _OWN_CONTRIB:
+        if name.startswith(f"tf.contrib.{module}.") and member in _own_contrib_names(module):
+            return f"compat.estimator.contrib_{module}.{name[len(f'tf.contrib.{module}.') :]}"
     for module, home in (("layers", "tf_slim.layers"), ("slim", "tf_slim")):
         prefix = f"tf.contrib.{module}."
         if name.startswith(prefix) and member in tf_slim_names()[module]:
@@ -240,18 +250,17 @@ def _contrib_module_imports(tree: ast.AST) -> Iterator[tuple[ast.stmt, str, str]
             module = alias.name[len("tensorflow.contrib.") :]
         else:
             continue
-        if module in ("layers", "slim"):
+        if module in ("layers", "slim", "metrics"):
             yield node, module, alias.asname or alias.name
 
 
 def _module_import(module: str, members: set[str], alias: str) -> str | None:
-    """The import giving `alias` every one of `members` of tf.contrib.`module` ("layers" or "slim"): this
-    project's contrib_layers, else tf-slim's; None when neither has them all."""
-    from compat.estimator import contrib_layers
-
-    if module == "layers" and members <= set(contrib_layers.__all__):
-        return f"from compat.estimator import contrib_layers{'' if alias == 'contrib_layers' else f' as {alias}'}\n"
-    if not members <= tf_slim_names()[module]:
+    """The import giving `alias` every one of `members` of tf.contrib.`module` ("layers", "metrics" or "slim"):
+    this project's contrib_<module>, else tf-slim's; None when neither has them all."""
+    if module in _OWN_CONTRIB and members <= _own_contrib_names(module):
+        own = f"contrib_{module}"
+        return f"from compat.estimator import {own}{'' if alias == own else f' as {alias}'}\n"
+    if module not in tf_slim_names() or not members <= tf_slim_names()[module]:
         return None
     return f"from tf_slim import layers as {alias}\n" if module == "layers" else f"import tf_slim as {alias}\n"
 
@@ -287,7 +296,8 @@ def _dotted_contrib_home(module: str, name: str) -> tuple[str, str] | None:
     if home is None:
         return None
     if home.startswith("compat."):
-        return "contrib_layers", "from compat.estimator import contrib_layers\n"
+        own = f"contrib_{module}"
+        return own, f"from compat.estimator import {own}\n"
     return home.rsplit(".", 1)[0], "import tf_slim\n"
 
 
@@ -298,7 +308,7 @@ def contrib_layers_spelled_out(source: str) -> str:
     tree = ast.parse(source)
     tensorflow = _tensorflow_name(tree)
     bound = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    if tensorflow is None or bound & {"contrib_layers", "tf_slim"}:
+    if tensorflow is None or bound & {"contrib_layers", "contrib_metrics", "tf_slim"}:
         return source
     edits, imports = [], []
     for node in ast.walk(tree):
@@ -307,7 +317,7 @@ def contrib_layers_spelled_out(source: str) -> str:
         module = node.value  # `<tf>.contrib.<layers or slim>`
         if (
             isinstance(module, ast.Attribute)
-            and module.attr in ("layers", "slim")
+            and module.attr in ("layers", "slim", "metrics")
             and isinstance(module.value, ast.Attribute)
             and module.value.attr == "contrib"
             and isinstance(module.value.value, ast.Name)
@@ -329,6 +339,43 @@ def contrib_layers_spelled_out(source: str) -> str:
         if isinstance(node, ast.Import) and any(alias.name == "tensorflow" for alias in node.names)
     )
     lines[statement.end_lineno or statement.lineno : statement.end_lineno or statement.lineno] = sorted(set(imports))
+    return "".join(lines)
+
+
+def _contrib_statements(tree: ast.AST) -> Iterator[tuple[ast.stmt, list[tuple[str, str]]]]:
+    """(statement, [(bound name, the tf.contrib module or name it stands for)]) for each top-level import from
+    tf.contrib left in a file: `from tensorflow.contrib import foo as bar`, `from tensorflow.contrib.foo import
+    baz`, `import tensorflow.contrib.foo as bar`."""
+    for node in getattr(tree, "body", []):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and not node.level
+            and (node.module or "").split(".")[:2]
+            == [
+                "tensorflow",
+                "contrib",
+            ]
+        ):
+            module = "tf" + (node.module or "")[len("tensorflow") :]
+            yield node, [(alias.asname or alias.name, f"{module}.{alias.name}") for alias in node.names]
+        elif isinstance(node, ast.Import) and all(
+            alias.name.startswith("tensorflow.contrib.") and alias.asname for alias in node.names
+        ):
+            yield node, [(alias.asname or "", "tf" + alias.name[len("tensorflow") :]) for alias in node.names]
+
+
+def contrib_imports_deferred(source: str, comment: Callable[[str], str]) -> str:
+    """`source` with each import from tf.contrib still left (a name no home has: the check comments its uses)
+    rewritten to bind `compat.estimator.unavailable`'s stand-in, with `comment(name)` (the check's) above it: the
+    file imports on TensorFlow 2, and only a use of such a name stops, naming it."""
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    for statement, bound in sorted(_contrib_statements(tree), key=lambda found: -found[0].lineno):
+        indent = lines[statement.lineno - 1][: statement.col_offset]
+        replacement = [f"{indent}from compat.estimator.unavailable import unavailable\n"]
+        for alias, name in bound:
+            replacement += [f"{indent}{comment(name)}\n", f'{indent}{alias} = unavailable("{name}")\n']
+        lines[statement.lineno - 1 : statement.end_lineno] = replacement
     return "".join(lines)
 
 
