@@ -147,6 +147,31 @@ def test_metric_objects_in_eval_metric_ops_update_every_batch(tmp_path):
         estimator.EstimatorSpec("eval", loss=tf.constant(1.0), eval_metric_ops={"m": keras.metrics.Mean()})
 
 
+def test_a_keras_metric_made_in_every_mode_stays_out_of_the_checkpoint(tmp_path):
+    """A Keras metric object made before `if mode == EVAL:` (so in TRAIN mode too) keeps its variables local, as
+    TF 2.15 kept them: its checkpoints hold the model's variables only (TF 2.15's list for this model_fn), so a
+    folder TF 2.15 wrote, without them, trains on here; each evaluation starts the metric at zero."""
+    import keras
+
+    def metric_model_fn(features, labels, mode):
+        spec = model_fn(features, labels, mode, {})
+        kmean = keras.metrics.Mean(name="kmean")  # made in every mode, updated in EVAL only
+        if mode != estimator.ModeKeys.EVAL:
+            return spec
+        kmean.update_state(tf.cast(labels, tf.float32))
+        return spec._replace(eval_metric_ops={**spec.eval_metric_ops, "kmean": kmean})
+
+    est = estimator.Estimator(metric_model_fn, str(tmp_path))
+    est.train(input_fn(), steps=2)
+    assert not [name for name in est.get_variable_names() if "kmean" in name]
+    first, second = est.evaluate(input_fn(False, batch=7)), est.evaluate(input_fn(False, batch=7))
+    assert first["kmean"] == second["kmean"] == pytest.approx(Y.mean())
+    plain = estimator.Estimator(lambda features, labels, mode: model_fn(features, labels, mode, {}),
+                                str(tmp_path / "plain"))
+    plain.train(input_fn(), steps=2)  # a folder without metric variables, as TF 2.15 wrote it
+    estimator.Estimator(metric_model_fn, str(tmp_path / "plain")).train(input_fn(), steps=1)
+
+
 def test_estimator_spec_fills_in_what_tf_2_15_filled_in():
     with tf.Graph().as_default():
         spec = estimator.EstimatorSpec("infer", predictions={"y": tf.constant([1.0])})

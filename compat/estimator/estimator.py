@@ -51,7 +51,7 @@ from compat.estimator.base import (
 )
 from compat.estimator.export import export as export_lib
 from compat.estimator.input_fns import input_fn_kwargs, input_fn_name, parse_input_fn_result, split_features_labels
-from compat.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys
+from compat.estimator.model_fn import LOSS_METRIC_KEY, EstimatorSpec, ModeKeys, make_local
 from compat.estimator.run_config import RunConfig, TaskType
 
 _v1 = tf.compat.v1
@@ -220,6 +220,19 @@ def _keep_seed_states_out_of_checkpoints(graph: tf.Graph) -> None:
         graph.add_to_collection(_v1.GraphKeys.LOCAL_VARIABLES, variable)
 
 
+def _keep_metric_variables_out_of_checkpoints(graph: tf.Graph) -> None:
+    """Makes the variables of every Keras metric object the model_fn made local, in any mode: TF 2.15 kept a
+    metric's state out of the checkpoint even where the metric never reached `eval_metric_ops` (one made
+    before `if mode == EVAL`), so a folder it wrote lacks them. A Keras metric's variables are the only ones
+    read per replica (ON_READ) and never trained."""
+    metric_variables = [
+        variable
+        for variable in graph.get_collection(_v1.GraphKeys.GLOBAL_VARIABLES)
+        if getattr(variable, "synchronization", None) == tf.VariableSynchronization.ON_READ and not variable.trainable
+    ]
+    make_local(metric_variables)
+
+
 def check_restorable(checkpoint_path: str | None) -> None:
     """A clear error, before any session, when the checkpoint lacks variables the default graph has."""
     if checkpoint_path is None:
@@ -363,6 +376,7 @@ class Estimator(EstimatorBase):
             if updates:
                 spec = spec._replace(train_op=tf.group(spec.train_op, *updates))
         _keep_seed_states_out_of_checkpoints(graph)
+        _keep_metric_variables_out_of_checkpoints(graph)
         return spec
 
     def _features_and_labels(

@@ -190,7 +190,7 @@ def metric_update_ops(metric: Any) -> list:
     return assignments
 
 
-def _make_local(variables: list) -> None:
+def make_local(variables: list) -> None:
     """Moves metric variables to the local and metric collections, as TF 2.15 did.
 
     Keras 3 creates them as global variables: a checkpoint would then hold
@@ -230,7 +230,7 @@ def _checked_metric_ops(eval_metric_ops: Any) -> dict:
         for tensor in tf.nest.flatten(value):
             _in_default_graph(tensor, "eval_metric_ops", f"{key}: {tensor.name}")
         checked[key] = value
-    _make_local(metric_variables)
+    make_local(metric_variables)
     return checked
 
 
@@ -321,5 +321,6 @@ __all__ = [
     "call_logit_fn",
     "graph_variable",
     "is_metric_object",
+    "make_local",
     "metric_update_ops",
 ]
