@@ -735,3 +735,17 @@ def test_a_subclass_written_for_tf_2_15_may_use_the_names_this_package_added(tmp
     mine = Mine(tmp_path)
     mine.train(input_fn(), steps=2)
     assert mine.strategy == "its own" and mine.latest_checkpoint().endswith("-2")
+
+
+def test_warm_start_from_nothing_raises_tf_2_15s_types_with_what_to_do(tmp_path):
+    """A missing path raised TensorFlow's NotFoundError on TF 2.15 and a folder without a checkpoint a TypeError,
+    at the first train(): code catching those still catches them, and the message says what to do."""
+    (tmp_path / "empty").mkdir()
+    for source, error, words in ((str(tmp_path / "missing"), tf.errors.NotFoundError, "does not exist"),
+                                 (str(tmp_path / "empty"), TypeError, "holds no checkpoint"),
+                                 (estimator.WarmStartSettings(str(tmp_path / "missing" / "model.ckpt-1")),
+                                  tf.errors.NotFoundError, "does not exist")):
+        est = estimator.Estimator(lambda features, labels, mode: model_fn(features, labels, mode, {}),
+                                  str(tmp_path / "model"), warm_start_from=source)
+        with pytest.raises(error, match=words):
+            est.train(input_fn(), steps=1)

@@ -18,6 +18,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from compat.core.errors import UserError
+
 VocabInfo = tf.compat.v1.train.VocabInfo
 
 
@@ -64,16 +66,37 @@ def settings_from(warm_start_from: Any) -> WarmStartSettings | None:
     raise ValueError(f"warm_start_from must be a string or a WarmStartSettings, instead got {type(warm_start_from)}")
 
 
+class WarmStartSourceMissingError(UserError, tf.errors.NotFoundError, ValueError):
+    """`warm_start_from` names no file or folder: TF 2.15's type (TensorFlow's NotFoundError, from its
+    checkpoint reader), with a message that says what to do; a ValueError too, as this project raised before."""
+
+    def __init__(self, message: str) -> None:
+        tf.errors.NotFoundError.__init__(self, None, None, message)
+
+
+class WarmStartNoCheckpointError(UserError, TypeError, ValueError):
+    """`warm_start_from` is a folder without a checkpoint: TF 2.15's type (a TypeError, from a path of None),
+    with a message that says what to do; a ValueError too, as this project raised before."""
+
+
 def _checked_source(path: str) -> None:
-    """A clear error before TensorFlow's, when the checkpoint to start from is not there."""
+    """A clear error before TensorFlow's, when the checkpoint to start from is not there, of the type TF 2.15
+    raised there (so that code catching it still does).
+
+    Raises:
+      WarmStartNoCheckpointError: `path` is a folder without a checkpoint.
+      WarmStartSourceMissingError: nothing is at `path`.
+    """
     if tf.io.gfile.isdir(path):
         if tf.train.latest_checkpoint(path) is None:
-            raise ValueError(
+            raise WarmStartNoCheckpointError(
                 f"warm_start_from: the folder '{path}' holds no checkpoint; train a model there first, "
                 "or point at a checkpoint (model.ckpt-N)"
             )
     elif not tf.io.gfile.exists(path + ".index") and not tf.io.gfile.exists(path):
-        raise ValueError(f"warm_start_from: '{path}' does not exist; give a model folder or a checkpoint path")
+        raise WarmStartSourceMissingError(
+            f"warm_start_from: '{path}' does not exist; give a model folder or a checkpoint path"
+        )
 
 
 def warm_start(settings: WarmStartSettings) -> None:
