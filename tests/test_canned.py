@@ -314,3 +314,22 @@ def test_a_canned_model_fn_built_twice_in_one_graph_names_its_variables_as_tf_2_
     recorded = json.load(open(os.path.join(REPO, "tests", "data", "tf215_repeated_construction.json")))
     assert "dnn_1/hiddenlayer_0_1/kernel" in recorded["dnn_auto_reuse"]
     assert ours == recorded
+
+
+def test_an_optimizer_instance_with_a_schedule_trains_on_in_a_second_train_call(tmp_path, installed):
+    """TF 2.15 refused a second `train()` of a TF2 canned estimator given an optimizer object ("Cannot set
+    `iterations` ..."); here it trains on from the checkpoint (docs/estimator.md, "Differences that remain"), with
+    a learning-rate schedule too (which failed with a TypeError): 3 + 3 steps end where 6 steps in one call end.
+    The optimizer is written as for TF 2.15: `tf.keras.optimizers.legacy.Adagrad` over a tf.keras schedule."""
+    def make(folder):
+        schedule = tf.keras.optimizers.schedules.ExponentialDecay(0.1, 2, 0.5)
+        return estimator.DNNRegressor([4], [NUMERIC], model_dir=str(tmp_path / folder),
+                                      optimizer=tf.keras.optimizers.legacy.Adagrad(learning_rate=schedule),
+                                      config=estimator.RunConfig(tf_random_seed=4))
+
+    twice = trained(trained(make("twice"), TARGET), TARGET)
+    once = trained(make("once"), TARGET, steps=6)
+    assert twice.get_variable_value("global_step") == once.get_variable_value("global_step") == 6
+    for name in once.get_variable_names():
+        np.testing.assert_allclose(twice.get_variable_value(name), once.get_variable_value(name), atol=1e-6,
+                                   err_msg=name)

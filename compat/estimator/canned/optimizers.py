@@ -241,7 +241,12 @@ def optimizer_for_graph(opt: Any, learning_rate: float | None = None) -> Optimiz
     optimizer = get_optimizer_instance(opt, learning_rate)
     weights = optimizer.weights
     if weights and weights[0].graph is not tf.compat.v1.get_default_graph():
-        optimizer = type(optimizer).from_config(optimizer.get_config())
+        config = optimizer.get_config()
+        if isinstance(config.get("learning_rate"), dict):
+            # a schedule, rebuilt in tf_keras: the optimizer's own `from_config` cannot read a Keras 3 schedule's
+            # (`tf.keras.optimizers.schedules.*` given to a Keras 2 optimizer)
+            config["learning_rate"] = _legacy_learning_rate(config["learning_rate"], type(optimizer).__name__)
+        optimizer = type(optimizer).from_config(config)
     return optimizer
 
 
