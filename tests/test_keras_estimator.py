@@ -709,3 +709,17 @@ def test_each_optimizer_family_is_saved_and_steps_as_tf_2_15s(tmp_path):
     assert "layer_with_weights-0/embeddings/.OPTIMIZER_SLOT/optimizer/mg/.ATTRIBUTES/VARIABLE_VALUE" in recorded["RMSprop"]
     warned = [line for line in result.stderr.splitlines() if "does not update as the Keras 2 optimizer" in line]
     assert warned and all("Keras 3's Nadam" in line for line in warned)
+
+
+def test_training_on_from_a_saver_folder_retires_its_old_checkpoints(tmp_path):
+    """A TF 2.15 model_to_estimator folder lists its checkpoints as a `Saver` did, without their times: training
+    on here keeps `keep_checkpoint_max` of them, retiring the oldest files (they stayed behind, unlisted, before).
+    TF 2.15 itself kept 5 whatever keep_checkpoint_max said (docs/estimator.md)."""
+    make_estimator(tmp_path, keep_checkpoint_max=10).train(CountingInputFn(), steps=40)
+    state = tf.train.get_checkpoint_state(str(tmp_path))
+    tf.compat.v1.train.update_checkpoint_state(  # the Saver's form of the same list
+        str(tmp_path), state.model_checkpoint_path, all_model_checkpoint_paths=state.all_model_checkpoint_paths)
+    assert not tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_timestamps
+    assert steps_in(tmp_path) == [0, 10, 20, 30, 40]
+    make_estimator(tmp_path, keep_checkpoint_max=3).train(CountingInputFn(), steps=20)
+    assert steps_in(tmp_path) == [40, 50, 60]

@@ -21,6 +21,7 @@ variables beside them (`<weight>..momentum`) and `global_step`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 import keras
@@ -214,3 +215,33 @@ def restore(model: keras.Model, global_step: tf.Variable, path: str) -> None:
 def write_weights(model: keras.Model, global_step: tf.Variable, prefix: str) -> str:
     """The warm-start copy (`keras/keras_model.ckpt`): the whole state, as TF 2.15 wrote it there."""
     return checkpoint_root(model, global_step).write(prefix)
+
+
+def adopt_saved_checkpoints(directory: str) -> None:
+    """Lets a CheckpointManager over `directory` retire the checkpoints a TF 2.15 `Saver` listed there.
+
+    TF 2.15's model_to_estimator saved with a `Saver`, whose `checkpoint` file lists its checkpoints
+    without their times; a CheckpointManager takes such a list as checkpoints to keep forever, so training
+    on from TF 2.15's folder left them all behind as it saved new ones. They are given their files' times
+    (the manager retires the oldest first, down to `keep_checkpoint_max`).
+    """
+    state = tf.train.get_checkpoint_state(directory)
+    if state is None or state.all_model_checkpoint_timestamps or not state.all_model_checkpoint_paths:
+        return
+    paths = list(state.all_model_checkpoint_paths)
+    here = os.path.realpath(directory)
+    if any(os.path.realpath(os.path.dirname(os.path.join(directory, path))) != here for path in paths):
+        return  # a folder copied with its absolute paths: never retire files of the folder it was copied from
+
+    def written(path: str) -> float:
+        index = os.path.join(directory, path) + ".index"  # an absolute path stays as it is
+        return tf.io.gfile.stat(index).mtime_nsec / 1e9 if tf.io.gfile.exists(index) else 0.0
+
+    times = [written(path) for path in paths]
+    tf.compat.v1.train.update_checkpoint_state(
+        directory,
+        state.model_checkpoint_path,
+        all_model_checkpoint_paths=paths,
+        all_model_checkpoint_timestamps=times,
+        last_preserved_timestamp=min(times) - 1.0,
+    )

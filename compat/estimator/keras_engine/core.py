@@ -116,6 +116,8 @@ class KerasEngine(EstimatorBase):
         checkpoint_dir = (
             self.model_dir if writes else os.path.join(self.model_dir, f"tmp_worker_{self._config.task_id}")
         )
+        if writes:
+            keras_checkpoint.adopt_saved_checkpoints(checkpoint_dir)
         self._state = EngineState(
             strategy=strategy,
             coordinator=coordinator,
