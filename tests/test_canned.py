@@ -149,11 +149,18 @@ def test_a_keras_3_optimizer_trains_as_its_tf_keras_legacy_twin(tmp_path):
     np.testing.assert_allclose(values[0], values[1], rtol=1e-6)
 
 
-def test_refused_optimizers_are_refused_when_the_estimator_is_made(tmp_path):
+def test_refused_optimizers_are_refused_where_tf_2_15_refused_them(tmp_path):
+    """A name or object the canned classes cannot train with is refused in training, as TF 2.15 refused it: an
+    Estimator made with one still predicts from a trained folder. A Keras optimizer without a Keras 2 twin, or
+    with settings Keras 2 lacks, is refused when the estimator is made (its settings are read then)."""
+    trained(estimator.DNNClassifier([2], [NUMERIC], model_dir=str(tmp_path)), CLASSES % 2)
+    v1_optimizer = estimator.DNNClassifier([2], [NUMERIC], model_dir=str(tmp_path),
+                                           optimizer=tf.compat.v1.train.AdamOptimizer())
+    assert set(predictions(v1_optimizer)) >= {"logits", "probabilities"}
     with pytest.raises(ValueError, match="not a tf.keras.optimizers.Optimizer instance"):
-        estimator.DNNClassifier([2], [NUMERIC], model_dir=str(tmp_path), optimizer=tf.compat.v1.train.AdamOptimizer())
+        v1_optimizer.train(input_fn(CLASSES % 2), steps=1)
     with pytest.raises(ValueError, match="Unsupported optimizer name: Adamax"):
-        estimator.LinearRegressor([NUMERIC], optimizer="Adamax")
+        trained(estimator.LinearRegressor([NUMERIC], model_dir=str(tmp_path / "named"), optimizer="Adamax"), TARGET)
     with pytest.raises(ValueError, match="weight_decay"):
         estimator.LinearRegressor([NUMERIC], optimizer=keras.optimizers.Adam(weight_decay=0.1))
     with pytest.raises(ValueError, match="Keras 2 .legacy. counterpart"):
@@ -333,3 +340,13 @@ def test_an_optimizer_instance_with_a_schedule_trains_on_in_a_second_train_call(
     for name in once.get_variable_names():
         np.testing.assert_allclose(twice.get_variable_value(name), once.get_variable_value(name), atol=1e-6,
                                    err_msg=name)
+
+
+def test_batch_norm_moving_statistics_are_saved_and_restored(tmp_path):
+    """A DNN with batch_norm keeps its moving mean and variance in the checkpoint (they are read per replica and
+    not trained, like a metric's state, but averaged, not summed), so prediction uses the trained statistics."""
+    est = trained(estimator.DNNRegressor([3], [NUMERIC], model_dir=str(tmp_path), batch_norm=True), TARGET)
+    names = est.get_variable_names()
+    for statistic in ("moving_mean", "moving_variance"):
+        assert f"dnn/hiddenlayer_0/batchnorm_0/{statistic}" in names
+    assert np.abs(est.get_variable_value("dnn/hiddenlayer_0/batchnorm_0/moving_mean")).sum() > 0

@@ -56,8 +56,10 @@ def test_v1_names_are_tf_1_classes_and_tf2_names_stay_tf2(installed):
     assert tf.compat.v1.estimator.experimental.KMeans is estimator.canned.KMeans
     assert not hasattr(tf.compat.v1.estimator.experimental, "RNNClassifier")  # TF 2.15 had it in tf.estimator only
     assert tf.estimator.experimental.RNNClassifier is estimator.canned.RNNClassifier
-    with pytest.raises(ValueError, match="tf.compat.v1.train optimizer"):
-        tf.compat.v1.estimator.DNNClassifier([3], [], optimizer=tf.keras.optimizers.Adam())
+    refused = tf.compat.v1.estimator.DNNClassifier([3], [tf.feature_column.numeric_column("x")],
+                                                   optimizer=tf.keras.optimizers.Adam())
+    with pytest.raises(ValueError, match="tf.compat.v1.train optimizer"):  # where TF 2.15 refused it: in training
+        refused.train(lambda: ({"x": tf.ones([2, 1])}, tf.ones([2, 1], tf.int32)), steps=1)
 
 
 @pytest.mark.parametrize("case", RESTORED)

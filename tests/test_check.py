@@ -672,3 +672,10 @@ def test_fix_leaves_a_file_importable_when_a_contrib_name_has_no_home(tmp_path):
         "tf.contrib.learn.Experiment", "tf.contrib.training.HParams"}
     check.main([str(program), "--fix"])
     assert program.read_text() == fixed
+    starred = tmp_path / "starred.py"  # a star import binds no name for a stand-in: left, and the run goes on
+    starred.write_text("import tensorflow as tf\nfrom tensorflow.contrib.framework import *\n")
+    other = tmp_path / "other.py"
+    other.write_text("import tensorflow as tf\ntf.logging.info('x')\n")
+    check.main([str(starred), str(other), "--fix"])
+    assert "from tensorflow.contrib.framework import *" in starred.read_text()
+    assert "tf.compat.v1.logging.info" in other.read_text()

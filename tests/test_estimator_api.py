@@ -428,3 +428,10 @@ def test_tpu_estimator_takes_an_hparams_style_params_object_and_sets_tf_2_15s_ke
     assert [mode for mode, _ in recorded["dict"]["calls"]] == ["train", "eval", "infer", "infer", "infer"]
     assert recorded["dict"]["tags"] == [["serve"], ["serve", "tpu"]]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == recorded
+
+
+def test_tpu_estimator_refuses_to_export_nothing():
+    """TF 2.15's check: export_to_cpu and export_to_tpu both off leave nothing to export."""
+    with pytest.raises(ValueError, match="One of export_to_cpu and export_to_tpu must be true"):
+        estimator.tpu.TPUEstimator(lambda features, labels, mode, params: None, config=estimator.tpu.RunConfig(),
+                                   use_tpu=False, train_batch_size=2, export_to_cpu=False, export_to_tpu=False)

@@ -17,7 +17,7 @@ import tensorflow as tf
 import compat.estimator as estimator
 from compat.estimator.keras_engine import checkpoint as keras_checkpoint
 from compat.estimator.dense_features import DenseFeatures
-from conftest import HELPERS, REPO, run_installed, start_paused
+from conftest import HELPERS, REPO, keras_3_only, run_installed, start_paused
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((256, 8)).astype("float32")
@@ -723,3 +723,68 @@ def test_training_on_from_a_saver_folder_retires_its_old_checkpoints(tmp_path):
     assert steps_in(tmp_path) == [0, 10, 20, 30, 40]
     make_estimator(tmp_path, keep_checkpoint_max=3).train(CountingInputFn(), steps=20)
     assert steps_in(tmp_path) == [40, 50, 60]
+
+
+def _two_output_model(dict_outputs=False):
+    inputs = keras.Input((8,), name="x")
+    hidden = keras.layers.Dense(4, name="hidden")(inputs)
+    first, second = keras.layers.Dense(1, name="out0")(hidden), keras.layers.Dense(1, name="out1")(hidden)
+    return keras.Model(inputs, {"zb": first, "aa": second} if dict_outputs else [first, second])
+
+
+def _evaluated(model, labels):
+    est = estimator.model_to_estimator(keras_model=model)
+    data = lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, labels)).batch(16)  # noqa: E731
+    est.train(lambda: data().repeat(), steps=2)
+    return est.evaluate(data)
+
+
+@keras_3_only
+def test_compile_arguments_keyed_by_a_models_dict_outputs_and_an_output_without_metrics():
+    """A Keras 3 model whose outputs are a dict takes losses, weights and metrics keyed by the dict's keys, as
+    Keras 3 does; `metrics=[None, ["mae"]]` gives the second output alone its metric."""
+    target = X[:, :1].astype("float32")
+    keyed = _two_output_model(dict_outputs=True)
+    keyed.compile("sgd", loss={"zb": "mse", "aa": "mae"}, loss_weights={"zb": 1.0, "aa": 0.5},
+                  metrics={"zb": ["mae"], "aa": ["mse"]})
+    metrics = _evaluated(keyed, {"out0": target, "out1": 2 * target})  # labels by output layer, as TF 2.15
+    assert {"loss", "global_step"} < set(metrics) and len(metrics) == 4
+    unmeasured = _two_output_model()
+    unmeasured.compile("sgd", loss="mse", metrics=[None, ["mae"]])
+    assert set(_evaluated(unmeasured, {"out0": target, "out1": target})) == {"out1_mae", "loss", "global_step"}
+
+
+def test_keras_2_metric_objects_convert_with_their_functions_and_a_keras_2_subclass_is_named():
+    """A tf_keras `MeanMetricWrapper` of the program's own function (given in custom_objects) reports that
+    function's mean; a program's own subclass of tf_keras' Metric, whose state Keras 3 cannot update, is refused
+    in one line naming it, not run with wrong values."""
+    import tf_keras
+
+    def doubled_error(y_true, y_pred):
+        return 2.0 * tf_keras.backend.abs(y_true - y_pred)
+
+    class Counted(tf_keras.metrics.Metric):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.count = self.add_weight("count", initializer="zeros")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            self.count.assign_add(1.0)
+
+        def result(self):
+            return self.count
+
+    def model(metric):
+        inputs = tf_keras.Input((8,), name="x")
+        built = tf_keras.Model(inputs, tf_keras.layers.Dense(1, name="out")(inputs))
+        built.compile(tf_keras.optimizers.legacy.SGD(0.01), "mse", metrics=[metric])
+        return built
+
+    wrapped = model(tf_keras.metrics.MeanMetricWrapper(doubled_error, name="doubled"))
+    est = estimator.model_to_estimator(keras_model=wrapped, custom_objects={"doubled_error": doubled_error})
+    data = lambda: tf.data.Dataset.from_tensor_slices(({"x": X}, X[:, :1])).batch(16)  # noqa: E731
+    metrics = est.evaluate(data)
+    predicted = np.concatenate([p["out"] for p in est.predict(data, yield_single_examples=False)])
+    assert metrics["doubled"] == pytest.approx(2 * np.mean(np.abs(X[:, :1] - predicted)), rel=1e-5)
+    with pytest.raises(ValueError, match="the metric Counted is a Keras 2 .tf_keras. class"):
+        estimator.model_to_estimator(keras_model=model(Counted(name="counted")))

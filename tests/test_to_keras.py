@@ -799,7 +799,7 @@ def test_a_canned_class_built_with_another_head_keeps_no_native_recipe():
     from compat.estimator.canned.v1_heads import RegressionHeadV1
 
     others = (estimator.PoissonRegressionHead(), estimator.LogisticRegressionHead(),
-              RegressionHeadV1(inverse_link_fn=tf.math.sigmoid))  # a TF 1.x twin with a link of its own
+              RegressionHeadV1(1, inverse_link_fn=tf.math.sigmoid))  # a TF 1.x twin with a link of its own
     for head in others:
         assert head.native_keras_output is None
         assert CannedRecipe.from_arguments("R", {"head": head, "feature_columns": columns}, "linear") is None

@@ -20,6 +20,8 @@ import os
 
 import tensorflow as tf
 
+from compat.core.errors import UserError
+
 logging = tf.get_logger()  # TensorFlow's logger, as TF 2.15's Estimator logged (docs/estimator.md)
 
 GRPC = "grpc://"
@@ -35,6 +37,10 @@ class TaskType:
     EVALUATOR = "evaluator"
 
 
+class TFConfigNotJSONError(UserError, json.JSONDecodeError):
+    """TF_CONFIG is set but is not JSON: the JSONDecodeError TF 2.15 raised (a ValueError), naming the variable."""
+
+
 def read() -> dict:
     """TF_CONFIG as a dict; an unset variable is an empty one. Set but not a JSON object is an error, not a
     silent one-machine run (TF 2.15 refused "" too)."""
@@ -44,7 +50,9 @@ def read() -> dict:
     try:
         tf_config = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ValueError(f"TF_CONFIG is not valid JSON ({error}): {text!r}") from error
+        raise TFConfigNotJSONError(
+            f"TF_CONFIG is not valid JSON ({error.msg}): {text!r}", error.doc, error.pos
+        ) from error
     if not isinstance(tf_config, dict):
         raise ValueError(f"TF_CONFIG must be a JSON object, given {text!r}")
     if tf_config:

@@ -325,6 +325,11 @@ def add_train_op(builder, train_op) -> None:
     builder._add_train_op(train_op)
 
 
+def saved_model_has_variables(builder: Any) -> bool:
+    """Whether a `tf.compat.v1.saved_model.Builder` has written its variables (with its first meta graph)."""
+    return bool(builder._has_saved_variables)
+
+
 def saver_listeners(hook: tf.compat.v1.train.CheckpointSaverHook) -> list:
     """The listeners a CheckpointSaverHook calls around each save (appending one attaches it)."""
     return hook._listeners

@@ -223,12 +223,15 @@ def _keep_seed_states_out_of_checkpoints(graph: tf.Graph) -> None:
 def _keep_metric_variables_out_of_checkpoints(graph: tf.Graph) -> None:
     """Makes the variables of every Keras metric object the model_fn made local, in any mode: TF 2.15 kept a
     metric's state out of the checkpoint even where the metric never reached `eval_metric_ops` (one made
-    before `if mode == EVAL`), so a folder it wrote lacks them. A Keras metric's variables are the only ones
-    read per replica (ON_READ) and never trained."""
+    before `if mode == EVAL`), so a folder it wrote lacks them. A Keras metric's variables are read per replica
+    (ON_READ), summed across replicas and never trained; batch normalization's moving statistics, also read per
+    replica and not trained, are averaged, and stay in the checkpoint."""
     metric_variables = [
         variable
         for variable in graph.get_collection(_v1.GraphKeys.GLOBAL_VARIABLES)
-        if getattr(variable, "synchronization", None) == tf.VariableSynchronization.ON_READ and not variable.trainable
+        if getattr(variable, "synchronization", None) == tf.VariableSynchronization.ON_READ
+        and getattr(variable, "aggregation", None) == tf.VariableAggregation.SUM
+        and not variable.trainable
     ]
     make_local(metric_variables)
 

@@ -400,7 +400,8 @@ def _package_names() -> frozenset[str]:
     for module in [*tf215_modules(), *PUBLIC_API]:
         parts = module.split(".")
         names.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
-    return frozenset(name for name in names if not (name in ("tensorflow", "tensorflow.compat") or _is_namespace(name)))
+    outside = ("tensorflow", "tensorflow.python", "tensorflow.compat")  # TensorFlow's own packages
+    return frozenset(name for name in names if not (name in outside or _is_namespace(name)))
 
 
 def _is_namespace(fullname: str) -> bool:

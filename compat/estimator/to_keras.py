@@ -180,18 +180,26 @@ def _why_not_native(estimator: EstimatorBase, recipe: Any, feature_dtypes: Mappi
 
 
 def _keyword_safe(export_dir: str) -> tuple[str, dict[str, str]]:
-    """`export_dir`, or a copy of it whose signatures' input keys are Python identifiers, with {key: its name
-    in the copy}. TensorFlow's loader refuses a whole export with an input key like `class` (a keyword).
-    The copy is `<export_dir>-renamed-inputs` (its files hard links where the file system allows; made once,
-    whole or not at all), else a new temporary folder; the model reads it from then on, which a warning says."""
+    """`export_dir`, or a copy of it that TensorFlow's loader takes, with {input key: its name in the copy}.
+    The loader refuses a whole export with an input key like `class` (a keyword), renamed in the copy, and one
+    of several meta graphs unless told which (a TPUEstimator's export holds `serve` and `serve, tpu`): the copy
+    holds the `serve` one alone. The copy is `<export_dir>-renamed-inputs` or `<export_dir>-serving` (its files
+    hard links where the file system allows; made once, whole or not at all), else a new temporary folder; the
+    model reads it from then on, which a warning says."""
     path = os.path.join(export_dir, "saved_model.pb")
     if not tf.io.gfile.exists(path):
         return export_dir, {}
     proto = saved_model_pb2.SavedModel.FromString(tf.io.gfile.GFile(path, "rb").read())
+    serving = [meta_graph for meta_graph in proto.meta_graphs if set(meta_graph.meta_info_def.tags) == {"serve"}]
+    serving_only = len(proto.meta_graphs) > 1 and bool(serving)
+    if serving_only:
+        kept = serving[0]
+        del proto.meta_graphs[:]
+        proto.meta_graphs.append(kept)
     signatures = [signature for meta_graph in proto.meta_graphs for signature in meta_graph.signature_def.values()]
     names = parameter_names(sorted({key for signature in signatures for key in signature.inputs}))
     renamed = {key: name for key, name in names.items() if name != key}
-    if not renamed:
+    if not renamed and not serving_only:
         return export_dir, {}
     for signature in signatures:
         rename_inputs(signature, renamed)
@@ -202,18 +210,23 @@ def _keyword_safe(export_dir: str) -> tuple[str, dict[str, str]]:
         with open(os.path.join(folder, "saved_model.pb"), "wb") as file:
             file.write(proto.SerializeToString())
 
-    copy = os.path.normpath(export_dir) + "-renamed-inputs"
+    copy = os.path.normpath(export_dir) + ("-renamed-inputs" if renamed else "-serving")
     if not tf.saved_model.contains_saved_model(copy):
         try:
             atomic.publish_folder(copy, build)
         except OSError:  # the export's folder is read-only: a temporary one
             copy = tempfile.mkdtemp(prefix="to_keras-renamed-")
             build(copy)
+    why = (
+        f"names inputs {sorted(renamed)} that Python cannot take as parameters"
+        if renamed
+        else "holds several meta graphs (a TPU one among them)"
+    )
     tf.compat.v1.logging.warning(
-        "to_keras: %s names inputs %s that Python cannot take as parameters; the Keras model reads %s, a copy "
-        "with them renamed (its inputs keep their names): keep that folder",
+        "to_keras: %s %s; the Keras model reads %s, a copy with the serving meta graph alone and its inputs "
+        "named as Python takes them (the model's inputs keep their names): keep that folder",
         export_dir,
-        sorted(renamed),
+        why,
         copy,
     )
     return copy, renamed

@@ -308,7 +308,8 @@ def contrib_layers_spelled_out(source: str) -> str:
     tree = ast.parse(source)
     tensorflow = _tensorflow_name(tree)
     bound = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    if tensorflow is None or bound & {"contrib_layers", "contrib_metrics", "tf_slim"}:
+    already = _own_contrib_imports(tree)  # `from compat.estimator import contrib_metrics`: an earlier --fix's
+    if tensorflow is None or bound & ({"contrib_layers", "contrib_metrics", "tf_slim"} - already):
         return source
     edits, imports = [], []
     for node in ast.walk(tree):
@@ -338,8 +339,20 @@ def contrib_layers_spelled_out(source: str) -> str:
         for node in tree.body
         if isinstance(node, ast.Import) and any(alias.name == "tensorflow" for alias in node.names)
     )
-    lines[statement.end_lineno or statement.lineno : statement.end_lineno or statement.lineno] = sorted(set(imports))
+    added = sorted({line for line in imports if line.split()[-1] not in already})
+    lines[statement.end_lineno or statement.lineno : statement.end_lineno or statement.lineno] = added
     return "".join(lines)
+
+
+def _own_contrib_imports(tree: ast.AST) -> set[str]:
+    """The names a file binds by `from compat.estimator import contrib_<module>` (as itself)."""
+    return {
+        alias.name
+        for node in getattr(tree, "body", [])
+        if isinstance(node, ast.ImportFrom) and node.module == "compat.estimator" and not node.level
+        for alias in node.names
+        if alias.name.startswith("contrib_") and alias.asname in (None, alias.name)
+    }
 
 
 def _contrib_statements(tree: ast.AST) -> Iterator[tuple[ast.stmt, list[tuple[str, str]]]]:
@@ -356,6 +369,8 @@ def _contrib_statements(tree: ast.AST) -> Iterator[tuple[ast.stmt, list[tuple[st
                 "contrib",
             ]
         ):
+            if any(alias.name == "*" for alias in node.names):
+                continue  # no name to bind a stand-in to: left as it is, and reported
             module = "tf" + (node.module or "")[len("tensorflow") :]
             yield node, [(alias.asname or alias.name, f"{module}.{alias.name}") for alias in node.names]
         elif isinstance(node, ast.Import) and all(

@@ -15,7 +15,6 @@ from compat.estimator.head import BinaryClassHead, MultiClassHead
 from compat.estimator.head.base_head import Reduction
 
 SUM_OVER_BATCH_SIZE = Reduction.SUM_OVER_BATCH_SIZE
-_SPARSE_COMBINERS = ("sum", "mean", "sqrtn")
 
 _V1_COLUMNS_MESSAGE = (
     "Received a feature column from TensorFlow v1, but this is a TensorFlow v2 Estimator. Please either use v2 "
@@ -45,15 +44,20 @@ class Api:
 
     Attributes:
       v1: whether it is the TF 1.x twins'.
-      checked_optimizer: how the constructors check an `optimizer` argument.
     """
 
     v1: bool
-    checked_optimizer: Callable[[Any], Any]
+
+    def checked_optimizer(self, optimizer: Any) -> Any:
+        """An `optimizer` argument as a constructor keeps it: as given, checked where the model_fn trains with it,
+        as TF 2.15 checked it (a class made with one that cannot train still predicts and evaluates). A Keras
+        optimizer object of a TF2 class is converted to its Keras 2 twin now, while its settings can be read
+        (eagerly); one without a twin is refused now."""
+        return optimizer if self.v1 else optimizers.converted_while_eager(optimizer)
 
 
-TF2 = Api(False, optimizers.checked_optimizer_argument)
-TF1 = Api(True, optimizers.checked_v1_optimizer_argument)
+TF2 = Api(False)
+TF1 = Api(True)
 
 
 def estimator_arguments(
@@ -88,12 +92,6 @@ def check_v2_columns(feature_columns: Sequence) -> None:
     """The TF2 estimators take TF2 feature columns (tf.feature_column.*) only, as TF 2.15's did."""
     if not tf_internals.is_feature_column_v2(feature_columns):
         raise ValueError(_V1_COLUMNS_MESSAGE)
-
-
-def check_sparse_combiner(sparse_combiner: str) -> None:
-    """How a linear model combines a multivalent categorical column's weights: 'sum', 'mean' or 'sqrtn'."""
-    if sparse_combiner not in _SPARSE_COMBINERS:
-        raise ValueError(f"sparse_combiner must be one of {_SPARSE_COMBINERS}, given {sparse_combiner!r}")
 
 
 def add_layer_summary(value: tf.Tensor, tag: str) -> None:

@@ -154,7 +154,7 @@ def _model_fn(
     dnn_feature_columns = tuple(dnn_feature_columns or ())
     if not linear_feature_columns and not dnn_feature_columns:
         raise ValueError("Either linear_feature_columns or dnn_feature_columns must be defined.")
-    common.check_sparse_combiner(linear_sparse_combiner)
+    # linear_sparse_combiner: checked where a categorical column uses it, as TF 2.15 checked it
     settings = {
         "linear_feature_columns": linear_feature_columns,
         "linear_optimizer": api.checked_optimizer(linear_optimizer),

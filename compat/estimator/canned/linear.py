@@ -295,7 +295,8 @@ def _model_fn(
     partitioner: Any = None,
 ) -> Callable:
     """The model_fn of a linear class of `api` (TF 1.x's take a `partitioner`)."""
-    common.check_sparse_combiner(sparse_combiner)
+    # sparse_combiner and the optimizer are checked where the model uses them (a categorical column, training), as
+    # TF 2.15 checked them
     if not _is_sdca(optimizer):
         optimizer = api.checked_optimizer(optimizer)
     feature_columns = tuple(feature_columns or ())

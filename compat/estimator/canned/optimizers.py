@@ -229,6 +229,20 @@ def checked_optimizer_argument(opt: Any) -> Any:
     return opt
 
 
+def converted_while_eager(opt: Any) -> Any:
+    """`opt` as a TF2 canned class keeps it: a Keras 3 or tf_keras (new API) optimizer object as its Keras 2
+    legacy twin, converted now, while its settings can be read; anything else as given (checked in training).
+
+    Raises:
+      ValueError: a Keras optimizer without a Keras 2 twin, or with settings a Keras 2 optimizer lacks.
+    """
+    if _is_keras3_optimizer(opt) or (
+        isinstance(opt, tf_keras.optimizers.Optimizer) and not isinstance(opt, OptimizerV2)
+    ):
+        return as_optimizer_v2(opt)
+    return opt
+
+
 def optimizer_for_graph(opt: Any, learning_rate: float | None = None) -> OptimizerV2:
     """The optimizer that builds this graph's train op (called in the model_fn, TRAIN mode).
 
@@ -292,23 +306,13 @@ def get_v1_optimizer_instance(opt: Any, learning_rate: float) -> tf.compat.v1.tr
     return _checked_v1_object(opt() if callable(opt) else opt)
 
 
-def checked_v1_optimizer_argument(opt: Any) -> Any:
-    """A v1 estimator's `optimizer` argument checked when the estimator is made (TF 2.15 checked it in the model_fn):
-    a name must be known and an object a tf.compat.v1.train optimizer; a callable is called in each graph."""
-    if isinstance(opt, str):
-        _check_v1_name(opt)
-    elif opt is not None and not callable(opt):
-        _checked_v1_object(opt)
-    return opt
-
-
 __all__ = [
     "OPTIMIZER_NAMES",
     "V1_OPTIMIZER_NAMES",
     "as_graph_optimizer",
     "as_optimizer_v2",
     "checked_optimizer_argument",
-    "checked_v1_optimizer_argument",
+    "converted_while_eager",
     "get_optimizer_instance",
     "get_v1_optimizer_instance",
     "optimizer_for_graph",

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import tensorflow as tf
 import tf_keras
 
+from compat.core import tf_internals
 from compat.estimator.canned.metric_keys import MetricKeys
 from compat.estimator.canned.prediction_keys import PredictionKeys
 from compat.estimator.head import BinaryClassHead, MultiClassHead, RegressionHead, base_head
@@ -170,11 +171,9 @@ class _V1Training(_HeadBase):
     """What makes a TF2 head (the class after this one in the bases) a v1 head: the v1 loss reduction, the v1
     train op and summaries. Predictions, metrics and export signatures stay the TF2 head's."""
 
-    def _set_v1_reduction(self, loss_reduction: str) -> None:
-        # Not checked here: TF 2.15 checked it in the factory functions (`regression_head`, ...), and libraries
-        # make the classes with NONE (TF Privacy's heads, whose DP optimizers take one loss per example). Kept
-        # where TF 2.15's TF 1.x heads kept it, `_loss_reduction`, which those libraries' heads read.
-        self._loss_reduction = loss_reduction
+    # The reduction is a tf.compat.v1.losses.Reduction, kept where TF 2.15's TF 1.x heads kept it,
+    # `_loss_reduction` (libraries' heads read it), and checked by the factories only, as TF 2.15 checked it:
+    # libraries make the classes with NONE (TF Privacy's heads, whose DP optimizers take one loss per example).
 
     def create_loss(self, features: Any, mode: str, logits: Any, labels: Any) -> LossSpec:
         """The reduced training loss, the unreduced loss `[D0, ... DN, k]`, the weights and the processed labels
@@ -265,14 +264,9 @@ class BinaryClassHeadV1(_V1Training, BinaryClassHead):
         loss_fn: Callable | None = None,
         name: str | None = None,
     ):
-        super().__init__(
-            weight_column=weight_column,
-            thresholds=thresholds,
-            label_vocabulary=label_vocabulary,
-            loss_fn=loss_fn,
-            name=name,
-        )
-        self._set_v1_reduction(loss_reduction)
+        # TF 2.15's class checked none of these: its factory did (`binary_head_v1`)
+        thresholds = tuple(thresholds) if thresholds else ()
+        self._set(weight_column, thresholds, label_vocabulary, loss_reduction, loss_fn, name)
 
     def _eval_metric_ops(
         self,
@@ -311,10 +305,11 @@ class MultiClassHeadV1(_V1Training, MultiClassHead):
         loss_fn: Callable | None = None,
         name: str | None = None,
     ):
-        super().__init__(
-            n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary, loss_fn=loss_fn, name=name
-        )
-        self._set_v1_reduction(loss_reduction)
+        # TF 2.15's class checked `n_classes` only: its factory checked the rest (`multi_class_head_v1`)
+        if n_classes is None:
+            raise ValueError("n_classes cannot be None")
+        n_classes = base_head.validate_n_classes(n_classes)
+        self._set(n_classes, weight_column, label_vocabulary, loss_reduction, loss_fn, name)
 
     def _eval_metric_ops(
         self,
@@ -335,21 +330,17 @@ class RegressionHeadV1(_V1Training, RegressionHead):
 
     def __init__(
         self,
-        label_dimension: int = 1,
+        label_dimension: int,
         weight_column: Any = None,
         loss_reduction: str = V1Reduction.SUM,
         loss_fn: Callable | None = None,
         inverse_link_fn: Callable | None = None,
         name: str | None = None,
     ):
-        super().__init__(
-            label_dimension=label_dimension,
-            weight_column=weight_column,
-            loss_fn=loss_fn,
-            inverse_link_fn=inverse_link_fn,
-            name=name,
-        )
-        self._set_v1_reduction(loss_reduction)
+        # TF 2.15's class checked `label_dimension` only: its factory checked the rest (`regression_head`)
+        if label_dimension < 1:
+            raise ValueError(f"Invalid label_dimension {label_dimension}.")
+        self._set(label_dimension, weight_column, loss_reduction, loss_fn, inverse_link_fn, name)
 
     def _eval_metric_ops(
         self,
@@ -389,6 +380,7 @@ def regression_head(
       ValueError: `loss_reduction` is not one of tf.compat.v1.losses.Reduction's other than NONE.
     """
     validate_v1_loss_reduction(loss_reduction)
+    _validate_v1_loss_fn(loss_fn)
     return RegressionHeadV1(label_dimension, weight_column, loss_reduction, loss_fn, inverse_link_fn, name)
 
 
@@ -406,7 +398,13 @@ def binary_head_v1(
     Raises:
       ValueError: `loss_reduction` is not one of tf.compat.v1.losses.Reduction's other than NONE.
     """
+    thresholds = tuple(thresholds) if thresholds else ()
+    if label_vocabulary is not None and not isinstance(label_vocabulary, (list, tuple)):
+        raise TypeError(f"label_vocabulary should be a list or tuple. Given type: {type(label_vocabulary)}")
+    if any(not 0.0 < threshold < 1.0 for threshold in thresholds):
+        raise ValueError(f"thresholds not in (0, 1): {(thresholds,)}.")
     validate_v1_loss_reduction(loss_reduction)
+    _validate_v1_loss_fn(loss_fn)
     return BinaryClassHeadV1(weight_column, thresholds, label_vocabulary, loss_reduction, loss_fn, name)
 
 
@@ -424,8 +422,29 @@ def multi_class_head_v1(
     Raises:
       ValueError: `loss_reduction` is not one of tf.compat.v1.losses.Reduction's other than NONE.
     """
+    if label_vocabulary is not None and not isinstance(label_vocabulary, (list, tuple)):
+        raise ValueError(f"label_vocabulary should be a list or a tuple. Given type: {type(label_vocabulary)}")
     validate_v1_loss_reduction(loss_reduction)
+    _validate_v1_loss_fn(loss_fn)
     return MultiClassHeadV1(n_classes, weight_column, label_vocabulary, loss_reduction, loss_fn, name)
+
+
+def _validate_v1_loss_fn(loss_fn: Callable | None) -> None:
+    """TF 1.x's rule for a head's `loss_fn`: it takes `labels` and `logits`, and `features` at most (TF2's heads
+    also pass `loss_reduction`).
+
+    Raises:
+      ValueError: an argument is missing or unexpected.
+    """
+    if not loss_fn:
+        return
+    arguments = tf_internals.fn_args(loss_fn)
+    for required in ("labels", "logits"):
+        if required not in arguments:
+            raise ValueError(f"loss_fn must contain argument: {required}. Given arguments: {arguments}")
+    unexpected = sorted(set(arguments) - {"labels", "logits", "features"})
+    if unexpected:
+        raise ValueError(f"loss_fn has unexpected args: {unexpected}")
 
 
 def summary_key(head_name: str | None, val: str) -> str:
@@ -438,18 +457,15 @@ def classifier_head_v1(
     n_classes: int, weight_column: Any, label_vocabulary: Sequence[str] | None, loss_reduction: str
 ) -> Any:
     """The head of a v1 canned classifier: sigmoid for 2 classes, softmax for more (TF 2.15's
-    `canned.head._binary_logistic_or_multi_class_head`).
+    `canned.head._binary_logistic_or_multi_class_head`), through the factories, which check the arguments.
 
     Raises:
-      ValueError: `loss_reduction` is not one of tf.compat.v1.losses.Reduction's other than NONE.
+      TypeError, ValueError: as `binary_head_v1` and `multi_class_head_v1`.
     """
-    validate_v1_loss_reduction(loss_reduction)
     if n_classes == 2:
-        return BinaryClassHeadV1(
-            weight_column=weight_column, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction
-        )
-    return MultiClassHeadV1(
-        n_classes, weight_column=weight_column, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction
+        return binary_head_v1(weight_column, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
+    return multi_class_head_v1(
+        n_classes, weight_column, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction
     )
 
 

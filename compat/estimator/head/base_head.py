@@ -413,11 +413,22 @@ def validate_label_vocabulary(label_vocabulary: Any, message: str) -> None:
 
 
 def validate_n_classes(n_classes: Any) -> Any:
-    """More than 2 classes (a Python int is checked now, a Tensor when the graph runs); returned as given."""
+    """More than 2 classes; returned as given.
+
+    As TF 2.15 checked it: a Python int now; anything else is compared, as a tensor, with the int32 2, which
+    fails now when eager (a value not above 2, or of another dtype: float, int64, a string) and when the graph
+    runs otherwise.
+
+    Raises:
+      ValueError: a Python int not above 2.
+      tf.errors.InvalidArgumentError: an eager value not above 2, or not an int32.
+    """
     if isinstance(n_classes, int) and n_classes <= 2:
         raise ValueError(f"n_classes must be > 2: {n_classes}.")
-    if tf.is_tensor(n_classes):
-        tf.compat.v1.debugging.assert_greater(n_classes, 2, message="n_classes must be greater than 2")
+    if not isinstance(n_classes, int):
+        tf.compat.v1.debugging.assert_greater(
+            tf.convert_to_tensor(n_classes), tf.constant(2), message="n_classes must be greater than 2"
+        )
     return n_classes
 
 

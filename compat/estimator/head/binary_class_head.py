@@ -91,6 +91,18 @@ class BinaryClassHead(base_head.ThresholdedHead):
         base_head.validate_loss_reduction(loss_reduction)
         if loss_fn:
             base_head.validate_loss_fn_args(loss_fn)
+        self._set(weight_column, thresholds, label_vocabulary, loss_reduction, loss_fn, name)
+
+    def _set(
+        self,
+        weight_column: Any,
+        thresholds: tuple[float, ...],
+        label_vocabulary: Sequence[str] | None,
+        loss_reduction: str,
+        loss_fn: Callable | None,
+        name: str | None,
+    ) -> None:
+        """Keeps the (checked) arguments; TF 1.x's head class keeps them unchecked, as TF 2.15's did."""
         self._weight_column = weight_column
         self._thresholds = thresholds
         self._label_vocabulary = label_vocabulary

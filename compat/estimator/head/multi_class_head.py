@@ -69,7 +69,21 @@ class MultiClassHead(base_head.SingleHead):
         base_head.validate_loss_reduction(loss_reduction)
         if loss_fn:
             base_head.validate_loss_fn_args(loss_fn)
-        self._n_classes = base_head.validate_n_classes(n_classes)
+        self._set(
+            base_head.validate_n_classes(n_classes), weight_column, label_vocabulary, loss_reduction, loss_fn, name
+        )
+
+    def _set(
+        self,
+        n_classes: Any,
+        weight_column: Any,
+        label_vocabulary: Sequence[str] | None,
+        loss_reduction: str,
+        loss_fn: Callable | None,
+        name: str | None,
+    ) -> None:
+        """Keeps the (checked) arguments; TF 1.x's head class checks less first, as TF 2.15's did."""
+        self._n_classes = n_classes
         self._weight_column = weight_column
         self._label_vocabulary = label_vocabulary
         self._loss_reduction = loss_reduction

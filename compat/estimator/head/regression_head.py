@@ -53,6 +53,18 @@ class RegressionHead(base_head.SingleHead):
         base_head.validate_loss_reduction(loss_reduction)
         if loss_fn:
             base_head.validate_loss_fn_args(loss_fn)
+        self._set(label_dimension, weight_column, loss_reduction, loss_fn, inverse_link_fn, name)
+
+    def _set(
+        self,
+        label_dimension: int,
+        weight_column: Any,
+        loss_reduction: str,
+        loss_fn: Callable | None,
+        inverse_link_fn: Callable | None,
+        name: str | None,
+    ) -> None:
+        """Keeps the (checked) arguments; TF 1.x's head class checks less first, as TF 2.15's did."""
         self._logits_dimension = label_dimension
         self._weight_column = weight_column
         self._loss_reduction = loss_reduction

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -66,12 +67,14 @@ class CompileArguments:
         """
         given = tf_internals.keras_compile_arguments(model)
         keras2 = is_keras2_model(model)
-        names = list(output_names)
+        # A model whose outputs are a dict takes its arguments keyed by the dict's keys, as Keras 3 reads them:
+        # only their leaves are translated
+        names = [] if isinstance(getattr(model, "output", None), dict) else list(output_names)
 
         def leaf(value: Any, kind: str) -> Any:
             value = _keras3_leaf(value, kind) if keras2 else value
             if kind == "metric" and isinstance(value, keras.metrics.Metric):
-                return MetricSpec(type(value), value.get_config())
+                return _spec_or_itself(value)
             return value
 
         return cls(
@@ -89,6 +92,8 @@ class CompileArguments:
                 return value.make()
             if isinstance(value, list):
                 return [fresh(item) for item in value]
+            if isinstance(value, dict):
+                return {key: fresh(item) for key, item in value.items()}
             return value
 
         model.compile(
@@ -98,6 +103,17 @@ class CompileArguments:
             metrics=fresh(self.metrics),
             weighted_metrics=fresh(self.weighted_metrics),
         )
+
+
+def _spec_or_itself(metric: keras.metrics.Metric) -> Any:
+    """A `MetricSpec` of `metric`, or, where its config does not rebuild it (a function Keras cannot find by
+    name, outside `custom_objects`), the metric itself, which the model's copies then share."""
+    spec = MetricSpec(type(metric), metric.get_config())
+    try:
+        spec.make()
+    except (TypeError, ValueError):
+        return metric
+    return spec
 
 
 def tf215_metrics(model: keras.Model, output_names: Sequence[str]) -> list[tuple[str, keras.metrics.Metric]]:
@@ -122,7 +138,10 @@ def tf215_metrics(model: keras.Model, output_names: Sequence[str]) -> list[tuple
 
 
 def _per_output(value: Any, names: list[str], leaf: Callable, each_output: bool) -> Any:
-    """A loss argument per output for a model of several outputs (a dict in output order, one loss for each)."""
+    """A loss argument per output for a model of several outputs (a dict in output order, one loss for each);
+    with no names (a model of dict outputs), the argument's own structure, its leaves translated."""
+    if not names:
+        return _leaves(value, leaf)
     if len(names) <= 1:
         if isinstance(value, dict):
             value = value.get(names[0]) if names else next(iter(value.values()), None)
@@ -138,7 +157,7 @@ def _per_output(value: Any, names: list[str], leaf: Callable, each_output: bool)
 
 def _loss_weights(value: Any, names: list[str]) -> Any:
     if value is None or len(names) <= 1:
-        return value
+        return value  # one output, or a dict of outputs (keyed as the model's dict)
     if isinstance(value, dict):
         return [float(value.get(name, 1.0)) for name in names]
     return [float(weight) for weight in value]
@@ -148,6 +167,8 @@ def _metrics(value: Any, names: list[str], leaf: Callable) -> Any:
     """Metrics as Keras 2 spread them over the outputs: one list, or a list per output for several outputs."""
     if not value:
         return None
+    if not names:
+        return _leaves(value, leaf)
     if len(names) <= 1:
         if isinstance(value, dict):
             value = next(iter(value.values()), [])
@@ -161,20 +182,35 @@ def _metrics(value: Any, names: list[str], leaf: Callable) -> Any:
 
 
 def _as_list(value: Any) -> list:
+    """A group of metrics as a list: one metric alone, or None (an output without metrics) as none."""
+    if value is None:
+        return []
     return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _leaves(value: Any, leaf: Callable) -> Any:
+    """`value` with `leaf` applied to each loss or metric in its dicts and lists (None kept)."""
+    if isinstance(value, dict):
+        return {key: _leaves(item, leaf) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_leaves(item, leaf) for item in value]
+    return None if value is None else leaf(value)
 
 
 def _keras3_leaf(value: Any, kind: str) -> Any:
     """A Keras 2 loss or metric (an object or function of tf_keras') as Keras 3's of the same name and settings.
 
     Raises:
-      ValueError: a loss or metric class of the program's own, derived from Keras 2's.
+      ValueError: a metric class of the program's own, derived from Keras 2's (its state is Keras 2's, which
+        the Keras 3 copy cannot update).
     """
     module = keras.losses if kind == "loss" else keras.metrics
-    if isinstance(value, str) or not type(value).__module__.startswith("tf_keras"):
+    tf_keras = sys.modules.get("tf_keras")
+    keras2_metric = tf_keras is not None and isinstance(value, tf_keras.metrics.Metric)
+    if isinstance(value, str) or not (keras2_metric or type(value).__module__.startswith("tf_keras")):
         if callable(value) and getattr(value, "__module__", "").startswith("tf_keras"):  # tf_keras' function
             return _keras3_function(value, kind)
-        return value  # a name, or the program's own function
+        return value  # a name, or the program's own function (or Keras 2 loss, a function of two tensors)
     cls = getattr(module, type(value).__name__, None)
     if cls is None or not type(value).__module__.startswith("tf_keras.src."):
         raise ValueError(

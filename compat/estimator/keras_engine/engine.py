@@ -174,7 +174,8 @@ def model_to_estimator(
     strategy = strategies.checked_strategy(config.train_distribute if config is not None else None)
     # Read before a parameter-server strategy connects this process to its cluster (which ends the model's
     # variables); clone_model would also rebuild the compile config, which fails for a lambda loss.
-    recipe = ModelRecipe.of(keras_model)
+    with keras.saving.custom_object_scope(custom_objects or {}):
+        recipe = ModelRecipe.of(keras_model)
     strategy = strategy or coordinating_strategy(config)
 
     # Its layers' random seeds follow tf_random_seed; under a strategy its variables are the strategy's.

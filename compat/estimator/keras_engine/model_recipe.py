@@ -143,7 +143,8 @@ def _keras3_copy(model: Any, custom_objects: dict | None) -> keras.Model:
                 "its custom layers in custom_obj= as Keras 3 classes, or rebuild the model with keras (Keras 3)"
             ) from error
     # Compiled from the arguments the model was compiled with (the H5's compile config is lossy)
-    CompileArguments.of(model, output_names(model)).compile(copy, optimizer)
+    with keras.saving.custom_object_scope(custom_objects or {}):
+        CompileArguments.of(model, output_names(model)).compile(copy, optimizer)
     return copy
 
 

@@ -248,6 +248,8 @@ class TPUEstimator(Estimator):
                 "embedding_config_spec configures TPU embeddings, which have no meaning off a TPU: "
                 "use tf.feature_column.embedding_column (or a Keras Embedding layer) instead"
             )
+        if not export_to_cpu and not export_to_tpu:
+            raise ValueError("One of export_to_cpu and export_to_tpu must be true.")
         if export_saved_model_api_version not in (None, 1, 2):
             raise ValueError(f"export_saved_model_api_version should be 1 or 2; got {export_saved_model_api_version}.")
         self._use_tpu = use_tpu
@@ -324,12 +326,18 @@ class TPUEstimator(Estimator):
         """As TF 2.15: the model_fn exported without `batch_size` in its params (the serving batch is not known),
         and for PREDICT, with `export_to_tpu` (the default), a second meta graph tagged `serve, tpu`. TF 2.15
         rewrote that one for a TPU; here it is the model_fn as on the CPU, since no TPU is driven."""
+        del save_variables  # with the first meta graph written, which may be another mode's here
         self._exporting = True
         try:
-            cpu = self._export_to_cpu or mode != ModeKeys.PREDICT
-            if cpu:
+            if self._export_to_cpu:  # TF 2.15 wrote no train or eval meta graph without it either
                 super()._add_meta_graph_for_mode(
-                    builder, receiver_fn, checkpoint_path, mode, save_variables, strip_default_attrs, tags
+                    builder,
+                    receiver_fn,
+                    checkpoint_path,
+                    mode,
+                    not tf_internals.saved_model_has_variables(builder),
+                    strip_default_attrs,
+                    tags,
                 )
             if self._export_to_tpu and mode == ModeKeys.PREDICT:
                 super()._add_meta_graph_for_mode(
@@ -337,7 +345,7 @@ class TPUEstimator(Estimator):
                     receiver_fn,
                     checkpoint_path,
                     mode,
-                    save_variables and not cpu,
+                    not tf_internals.saved_model_has_variables(builder),
                     strip_default_attrs,
                     [tf.saved_model.SERVING, tf.saved_model.TPU],
                 )
