@@ -25,7 +25,8 @@ WAYS = {"keras_3": ({"TF_USE_LEGACY_KERAS": "0"}, ()), "tf_use_legacy_keras": ({
 def test_every_keras_2_compile_form_gives_tf_2_15s_metric_keys_values_and_predictions(tmp_path, way):
     """Each form trains, evaluates and predicts with TF 2.15's metric keys (`accuracy` resolved from the labels,
     `mse_1` for a weighted twin, an output's name before its metrics, none for weighted metrics alone), its values
-    and predictions after 6 steps (1e-4), and a loss's settings kept (Huber's delta)."""
+    and predictions after 6 steps (1e-4), and a loss's settings kept (Huber's delta); `metrics=["accuracy"]`'s
+    export has TF 2.15's signatures."""
     env, args = WAYS[way]
     result = run_installed("keras_compile_forms.py", str(tmp_path), *args, env=env, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -37,5 +38,6 @@ def test_every_keras_2_compile_form_gives_tf_2_15s_metric_keys_values_and_predic
         for key, value in recorded["metrics"].items():
             assert ours[case]["metrics"][key] == pytest.approx(value, rel=1e-4, abs=1e-4), f"{case}: {key}"
         assert ours[case]["prediction_keys"] == recorded["prediction_keys"], case
+        assert ours[case]["signatures"] == recorded["signatures"], case
         for key, rows in recorded["predictions"].items():
             np.testing.assert_allclose(ours[case]["predictions"][key], rows, atol=1e-4, err_msg=f"{case}: {key}")

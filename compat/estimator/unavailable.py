@@ -27,9 +27,8 @@ class _Unavailable:
 
     def _stop(self, what: str) -> NoReturn:
         raise ContribUnavailableError(
-            f"{what}: tf.contrib is not in TensorFlow 2, and no home for it is known to `python -m "
-            "compat.estimator.check --fix`, here or in tf-slim: replace it by hand (docs/migration.md lists the homes "
-            "--fix knows)"
+            f"{what}: tf.contrib is not in TensorFlow 2, and the migration check knows no home for it, here or in "
+            "tf-slim: replace it by hand (docs/migration.md lists the homes it knows)"
         )
 
     def __getattr__(self, attribute: str) -> Any:

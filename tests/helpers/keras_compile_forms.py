@@ -118,7 +118,16 @@ def run(name):
     estimator.train(input_fn, steps=6)
     metrics = estimator.evaluate(lambda: input_fn(False))
     predictions = list(estimator.predict(lambda: tf.data.Dataset.from_tensor_slices({"x": X[:4]}).batch(4)))
+    signatures = None
+    if name == "accuracy_sparse_by_name":  # the commonest compile: its export's signatures too
+        def receiver():
+            x = tf.compat.v1.placeholder(tf.float32, [None, 4], name="x")
+            return tf.estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+        exported = estimator.export_saved_model(os.path.join(WORK, name + "_export"), receiver).decode()
+        signatures = {key: sorted(fn.structured_outputs) for key, fn in tf.saved_model.load(exported).signatures.items()}
     return {
+        "signatures": signatures,
         "metrics": {key: float(value) for key, value in metrics.items()},
         "prediction_keys": sorted(predictions[0]),
         "predictions": {key: np.asarray([p[key] for p in predictions]).round(6).tolist() for key in predictions[0]},

@@ -121,14 +121,18 @@ class SupervisedInputReceiver(
 def build_parsing_serving_input_receiver_fn(
     feature_spec: Mapping[str, Any], default_batch_size: int | None = None
 ) -> Callable:
-    """A receiver of serialized tf.Examples under `examples`, parsed with `feature_spec`."""
+    """A receiver of serialized tf.Examples under `examples`, parsed with `feature_spec`: checked when the
+    receiver is called, as TF 2.15 checked it (an export that never calls it does not fail)."""
 
     def serving_input_receiver_fn() -> ServingInputReceiver:
         serialized = tf.compat.v1.placeholder(tf.string, [default_batch_size], name="input_example_tensor")
-        features = tf.compat.v1.io.parse_example(serialized, dict(feature_spec))
+        features = tf.compat.v1.io.parse_example(serialized, feature_spec)
         return ServingInputReceiver(features, {"examples": serialized})
 
-    serving_input_receiver_fn.feature_spec = dict(feature_spec)  # type: ignore[attr-defined]  # what the Keras engine's export reads
+    # what the Keras engine's export reads
+    serving_input_receiver_fn.feature_spec = (  # type: ignore[attr-defined]
+        dict(feature_spec) if isinstance(feature_spec, Mapping) else feature_spec
+    )
     return serving_input_receiver_fn
 
 
