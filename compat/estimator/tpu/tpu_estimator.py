@@ -327,27 +327,15 @@ class TPUEstimator(Estimator):
         and for PREDICT, with `export_to_tpu` (the default), a second meta graph tagged `serve, tpu`. TF 2.15
         rewrote that one for a TPU; here it is the model_fn as on the CPU, since no TPU is driven."""
         del save_variables  # with the first meta graph written, which may be another mode's here
+        graphs = [tags] if self._export_to_cpu else []  # TF 2.15 wrote no train or eval graph without it either
+        if self._export_to_tpu and mode == ModeKeys.PREDICT:
+            graphs.append([tf.saved_model.SERVING, tf.saved_model.TPU])
         self._exporting = True
         try:
-            if self._export_to_cpu:  # TF 2.15 wrote no train or eval meta graph without it either
+            for graph_tags in graphs:
+                first = not tf_internals.saved_model_has_variables(builder)
                 super()._add_meta_graph_for_mode(
-                    builder,
-                    receiver_fn,
-                    checkpoint_path,
-                    mode,
-                    not tf_internals.saved_model_has_variables(builder),
-                    strip_default_attrs,
-                    tags,
-                )
-            if self._export_to_tpu and mode == ModeKeys.PREDICT:
-                super()._add_meta_graph_for_mode(
-                    builder,
-                    receiver_fn,
-                    checkpoint_path,
-                    mode,
-                    not tf_internals.saved_model_has_variables(builder),
-                    strip_default_attrs,
-                    [tf.saved_model.SERVING, tf.saved_model.TPU],
+                    builder, receiver_fn, checkpoint_path, mode, first, strip_default_attrs, graph_tags
                 )
         finally:
             self._exporting = False
