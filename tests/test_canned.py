@@ -350,3 +350,18 @@ def test_batch_norm_moving_statistics_are_saved_and_restored(tmp_path):
     for statistic in ("moving_mean", "moving_variance"):
         assert f"dnn/hiddenlayer_0/batchnorm_0/{statistic}" in names
     assert np.abs(est.get_variable_value("dnn/hiddenlayer_0/batchnorm_0/moving_mean")).sum() > 0
+
+
+def test_arguments_are_checked_where_tf_2_15_checked_them(tmp_path):
+    """`hidden_units=4` and a `sparse_combiner` TF 2.15 never read (dense columns only) build an Estimator; the
+    first is refused in training with TF 2.15's TypeError. A float or numpy int64 `n_classes` is compared with 2
+    as TF 2.15 compared it (an error now, eagerly); a numpy int32 is taken."""
+    est = estimator.DNNClassifier(4, [NUMERIC], model_dir=str(tmp_path))
+    with pytest.raises(TypeError):
+        est.train(input_fn(CLASSES % 2), steps=1)
+    estimator.LinearRegressor([NUMERIC], sparse_combiner="bogus", model_dir=str(tmp_path / "linear")).train(
+        input_fn(TARGET), steps=1)
+    for n_classes in (3.0, np.int64(3)):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            estimator.MultiClassHead(n_classes)
+    assert estimator.MultiClassHead(np.int32(3)).logits_dimension == 3

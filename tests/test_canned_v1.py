@@ -188,3 +188,30 @@ def test_tf1_head_classes_take_any_reduction_and_tf_2_15s_factories_check_it(ins
         with pytest.raises(ValueError, match="^Invalid loss_reduction: none"):
             make()
     assert head_lib._multi_class_head_with_softmax_cross_entropy_loss(4, loss_reduction="weighted_mean")._loss_reduction == "weighted_mean"
+
+
+def test_tf1_head_classes_check_only_what_tf_2_15s_classes_checked(installed):
+    """TF 2.15's TF 1.x head classes kept their arguments unchecked (but `n_classes`, `label_dimension`); its
+    factories checked the vocabulary's type (binary: TypeError), thresholds and TF 1.x's `loss_fn` rule (labels,
+    logits and features only); the vocabulary's length against n_classes was checked nowhere."""
+    import tensorflow as tf
+    from tensorflow_estimator.python.estimator.canned import head as head_lib
+
+    def takes_reduction(labels, logits, features, loss_reduction):
+        return labels
+
+    head_lib._BinaryLogisticHeadWithSigmoidCrossEntropyLoss(label_vocabulary="ab", thresholds=[2.0])
+    head_lib._MultiClassHeadWithSoftmaxCrossEntropyLoss(3, label_vocabulary=["a", "b"], loss_fn=takes_reduction)
+    head_lib._multi_class_head_with_softmax_cross_entropy_loss(3, label_vocabulary=["a", "b"])
+    with pytest.raises(TypeError, match="label_vocabulary should be a list or tuple"):
+        head_lib._binary_logistic_head_with_sigmoid_cross_entropy_loss(label_vocabulary="ab")
+    with pytest.raises(TypeError, match="label_vocabulary should be a list or tuple"):
+        estimator.v1.DNNClassifier([2], [tf.feature_column.numeric_column("x")], label_vocabulary="ab")
+    with pytest.raises(ValueError, match="thresholds not in"):
+        head_lib._binary_logistic_head_with_sigmoid_cross_entropy_loss(thresholds=[2.0])
+    for factory, args in ((head_lib._regression_head, ()), (head_lib._multi_class_head_with_softmax_cross_entropy_loss,
+                                                             (3,))):
+        with pytest.raises(ValueError, match="loss_fn has unexpected args"):
+            factory(*args, loss_fn=takes_reduction)
+    with pytest.raises(TypeError):
+        head_lib._RegressionHeadWithMeanSquaredErrorLoss()  # its label_dimension has no default, as in TF 2.15

@@ -284,3 +284,9 @@ def test_replace_turns_the_other_cadence_off_only_for_a_value(monkeypatch):
     assert not off.saves_checkpoints
     with pytest.raises(ValueError, match="cannot be both set"):
         estimator.RunConfig().replace(save_checkpoints_steps=5, save_checkpoints_secs=5)
+
+
+def test_experimental_distribute_must_be_a_distribute_config():
+    """TF 2.15 read the strategies off `experimental_distribute` at once: anything else raised AttributeError."""
+    with pytest.raises(AttributeError):
+        estimator.RunConfig(experimental_distribute="x")

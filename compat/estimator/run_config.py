@@ -146,7 +146,7 @@ def _adopt_experimental_distribute(config: RunConfig) -> None:
     if holder is None:
         return
     for name in ("train_distribute", "eval_distribute"):
-        carried = getattr(holder, name, None)
+        carried = getattr(holder, name)  # not a DistributeConfig: the AttributeError TF 2.15 raised here
         if carried is None:
             continue
         if getattr(config, f"_{name}") is not None:

@@ -8,7 +8,7 @@ imports neither Keras nor the conversion.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from compat.estimator.canned import CANNED
@@ -96,6 +96,8 @@ class CannedRecipe:
                 field = f"{network}_columns"
             if field is None or value is None:
                 continue
+            if field in _SEQUENCES and not isinstance(value, Iterable):
+                return None  # `hidden_units=4`: refused in training, as TF 2.15 refused it (no native twin)
             settings[field] = tuple(value) if field in _SEQUENCES else value
         recipe = cls(kind, **settings)
         head = arguments.get("head")
