@@ -2,11 +2,12 @@
 objects, per output (lists and dicts), `weighted_metrics`, `loss_weights`, `from_logits` losses, string
 optimizers.
 
-    python keras_compile_forms.py WORK_DIR [tf_keras] [--case NAME]
+    python keras_compile_forms.py WORK_DIR [tf_keras|both] [--case NAME]
 
 Written for TF 2.15, where tf.keras is Keras 2. Here it runs after compat.estimator.install(): with
 TF_USE_LEGACY_KERAS=1 tf.keras is Keras 2 (tf_keras) again; without it tf.keras is Keras 3; with the argument
-`tf_keras` the models are built from `import tf_keras` whatever tf.keras is. Each case builds a small model from
+`tf_keras` the models are built from `import tf_keras` whatever tf.keras is (`both`: with tf.keras, then with
+tf_keras, in one process; the JSON line then holds both reports by those names). Each case builds a small model from
 fixed weights, compiles it in one form, trains 6 steps with model_to_estimator, evaluates and exports; it prints
 one JSON line {case: {"metrics": evaluate's dict, "predictions": the first rows, "signatures": ...}}.
 Recorded with TensorFlow 2.15 (tests/data/tf215_keras_compile_forms.json):
@@ -23,10 +24,8 @@ import tensorflow as tf
 argv = sys.argv[1:]
 ONLY = argv.pop(argv.index("--case") + 1) if "--case" in argv else None
 WORK = argv[0]
-if len(argv) > 1 and argv[1] == "tf_keras":
-    import tf_keras as K
-else:
-    K = tf.keras
+KERAS = argv[1] if len(argv) > 1 else "tf.keras"  # "tf.keras", "tf_keras", or "both" (one after the other)
+K = tf.keras
 
 rng = np.random.default_rng(67)
 X = rng.normal(size=(64, 4)).astype("float32")
@@ -141,5 +140,17 @@ def run_or_error(name):
         return {"error": f"{type(error).__name__}: {error}"[:2000]}
 
 
-report = {name: run_or_error(name) for name in CASES if ONLY in (None, name)}
-print(json.dumps(report, sort_keys=True))
+def report_of(keras_name):
+    global K, WORK
+    if keras_name == "tf_keras":
+        import tf_keras as K
+    else:
+        K = tf.keras
+    WORK = os.path.join(argv[0], keras_name)
+    return {name: run_or_error(name) for name in CASES if ONLY in (None, name)}
+
+
+if KERAS == "both":
+    print(json.dumps({keras_name: report_of(keras_name) for keras_name in ("tf.keras", "tf_keras")}, sort_keys=True))
+else:
+    print(json.dumps(report_of(KERAS), sort_keys=True))
