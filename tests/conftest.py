@@ -38,6 +38,10 @@ LEGACY_KERAS = os.environ.get("TF_USE_LEGACY_KERAS", "").lower() in ("1", "true"
 keras_3_only = pytest.mark.skipif(
     LEGACY_KERAS, reason="Keras 3's behaviour; under TF_USE_LEGACY_KERAS=1 tf.keras is Keras 2, which has its own"
 )
+# A test whose parameters set TF_USE_LEGACY_KERAS for the programs it starts runs both Keras setups already.
+sets_its_keras = pytest.mark.skipif(
+    LEGACY_KERAS, reason="its programs run under each Keras setting it sets itself; the first pass ran them all"
+)
 
 
 # Test tiers and order come from recorded durations (tests/durations.json: seconds per test id, setup and call,

@@ -17,7 +17,7 @@ import tensorflow as tf
 import compat.estimator as estimator
 from compat.estimator.keras_engine import checkpoint as keras_checkpoint
 from compat.estimator.dense_features import DenseFeatures
-from conftest import HELPERS, REPO, keras_3_only, run_installed, start_paused
+from conftest import HELPERS, REPO, keras_3_only, run_installed, sets_its_keras, start_paused
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((256, 8)).astype("float32")
@@ -619,6 +619,7 @@ def test_a_sequential_model_trains_evaluates_and_predicts_as_a_functional_one(tm
     assert len(predictions) == 4 and set(predictions[0]) == {"probabilities"}
 
 
+@sets_its_keras
 @pytest.mark.parametrize("legacy_keras", ["0", "1"])
 def test_a_keras_2_model_to_estimator_program_matches_tf_2_15_and_converts_back_to_keras_2(tmp_path, legacy_keras):
     """A team that keeps Keras 2: its model is a tf_keras model (tf.keras under TF_USE_LEGACY_KERAS=1). From the
@@ -669,6 +670,7 @@ def test_a_folder_of_release_0_2_restores_and_trains_on_into_tf_2_15s_layout(tmp
     np.testing.assert_allclose(predict(), expected["predictions_after_10_steps"], atol=1e-5)
 
 
+@sets_its_keras
 @pytest.mark.parametrize("legacy_keras", ["0", "1"])
 def test_layers_holding_layers_are_keyed_trained_and_restored_as_tf_2_15(tmp_path, legacy_keras):
     """Embedding, Bidirectional(LSTM), TimeDistributed, MultiHeadAttention, GRU, BatchNormalization and a nested

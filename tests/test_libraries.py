@@ -18,6 +18,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "helpers"))
 
 import libraries  # noqa: E402
+from conftest import sets_its_keras  # noqa: E402
 
 TF215 = json.load(open(os.path.join(os.path.dirname(__file__), "data", "tf215_libraries.json")))
 pytestmark = pytest.mark.slow
@@ -90,6 +91,7 @@ def test_spleeter_trains_separates_and_exports_with_tf_2_15s_files_and_names(tmp
     assert ours["final_eval"]["loss"] <= theirs["final_eval"]["loss"] + 0.10
 
 
+@sets_its_keras
 @pytest.mark.parametrize("keras", ["keras_3", "legacy_keras"])
 def test_tf_privacy_heads_and_model_fns_train_as_under_tf_2_15(tmp_path, keras):
     """TF Privacy subclasses TF 2.15's heads (a loss per example, its own `_create_tpu_estimator_spec`, TF 1.x's
