@@ -45,8 +45,9 @@ class MetricSpec:
 class CompileArguments:
     """What a copy of the model is compiled with, besides its optimizer, in Keras 3's terms.
 
-    Nothing in it holds a TensorFlow variable: metric objects are kept as `MetricSpec`s, losses (which hold no
-    state) as they were given, so a recipe outlives a parameter-server connection.
+    Nothing in it holds a TensorFlow variable, so a recipe outlives a parameter-server connection: metric
+    objects are kept as `MetricSpec`s (but one whose config does not rebuild it, kept itself), losses (which hold
+    no state) as they were given.
 
     Attributes:
       loss, loss_weights: per output (a list) for a model of several outputs, else as given.
@@ -63,7 +64,7 @@ class CompileArguments:
         """The arguments `model` (Keras 3, or Keras 2: tf_keras) was compiled with, read as Keras 2 read them.
 
         Raises:
-          ValueError: a Keras 2 loss or metric of the program's own class, which Keras 3 cannot run.
+          ValueError: a Keras 2 metric of the program's own class, which Keras 3 cannot update.
         """
         given = tf_internals.keras_compile_arguments(model)
         keras2 = is_keras2_model(model)
