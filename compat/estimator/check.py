@@ -271,10 +271,10 @@ def _added_here(name: str) -> bool:
     return False
 
 
-def _contrib_layers_verdict(name: str) -> compatibility.Entry | None:
-    """For a tf.contrib.layers or tf.contrib.slim name that this project or tf-slim has: where, and what --fix
-    does."""
-    home = upgrade.contrib_layers_home(name)
+def _contrib_home_verdict(name: str) -> compatibility.Entry | None:
+    """For a tf.contrib.layers, tf.contrib.metrics or tf.contrib.slim name that this project or tf-slim has:
+    where, and what --fix does."""
+    home = upgrade.contrib_home(name)
     if home is None:
         return None
     if home.startswith("compat.estimator.contrib_metrics."):
@@ -522,7 +522,7 @@ def check_source(source: str, path: str = "<string>") -> list[Use]:
         entry = compatibility.lookup(name).in_program(program)
         if entry.status == compatibility.UNKNOWN and _a_namespace_that_runs(name):  # `estimator = tf.estimator`
             entry = compatibility.Entry(compatibility.SAME, "the namespace of TF 2.15's names, after install()")
-        entry = _estimator_name_verdict(name) or _contrib_layers_verdict(name) or entry
+        entry = _estimator_name_verdict(name) or _contrib_home_verdict(name) or entry
         if entry.status == compatibility.REFUSED and (fixed := upgrade.rewritten(name)) is not None:
             note = f"{entry.note}. --fix rewrites it to {fixed}"
             if name.startswith("tf.contrib."):  # the table's note is for the names --fix cannot move

@@ -151,7 +151,7 @@ def _merged_moments(state: tuple, predictions: Any, labels: Any, weights: Any) -
     total = count + batch_count
     share = tf.math.divide_no_nan(batch_count, total)  # of the merged weight, this batch's
     merged = (
-        count + batch_count,
+        total,
         mean_prediction + (batch_mean_prediction - mean_prediction) * share,
         mean_label + (batch_mean_label - mean_label) * share,
         comoment

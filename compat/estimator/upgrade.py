@@ -215,6 +215,7 @@ def tf_slim_names() -> dict[str, frozenset[str]]:
 _OWN_CONTRIB = ("layers", "metrics")
 
 
+@cache
 def _own_contrib_names(module: str) -> frozenset[str]:
     """The names this project has of tf.contrib.`module` ("layers", "metrics"): its module's `__all__`."""
     import importlib
@@ -222,7 +223,7 @@ def _own_contrib_names(module: str) -> frozenset[str]:
     return frozenset(importlib.import_module(f"compat.estimator.contrib_{module}").__all__)
 
 
-def contrib_layers_home(name: str) -> str | None:
+def contrib_home(name: str) -> str | None:
     """Where `--fix` sends the TF 1.x name `name` of tf.contrib.layers, tf.contrib.metrics or tf.contrib.slim: this
     project's `compat.estimator.contrib_<module>.<x>` where it has it (contrib_layers.py, contrib_metrics.py),
     else tf-slim's `tf_slim.layers.<x>` or `tf_slim.<x>`; None when none has it."""
@@ -289,10 +290,10 @@ def contrib_modules_moved(source: str) -> str:
 
 def _dotted_contrib_home(module: str, name: str) -> tuple[str, str] | None:
     """(the spelling of tf.contrib.`module`, the import giving it) for a dotted `tf.contrib.<module>.<name>` use
-    with a home outside TensorFlow (`contrib_layers_home`), where TensorFlow's upgrader has no TF 2 home of its
+    with a home outside TensorFlow (`contrib_home`), where TensorFlow's upgrader has no TF 2 home of its
     own for it (which it then gives it)."""
     dotted = f"tf.contrib.{module}.{name}"
-    home = None if rewritten(dotted) is not None else contrib_layers_home(dotted)
+    home = None if rewritten(dotted) is not None else contrib_home(dotted)
     if home is None:
         return None
     if home.startswith("compat."):
