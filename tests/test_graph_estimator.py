@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import compat.estimator as estimator
-from conftest import HELPERS, REPO, start_paused
+from conftest import HELPERS, REPO, run_installed, start_paused
 
 FIXTURES = os.path.join(REPO, "..", "shared", "fixtures", "tf215")
 RNG = np.random.default_rng(0)
@@ -750,3 +750,30 @@ def test_warm_start_from_nothing_raises_tf_2_15s_types_with_what_to_do(tmp_path)
                                   str(tmp_path / "model"), warm_start_from=source)
         with pytest.raises(error, match=words):
             est.train(input_fn(), steps=1)
+
+
+def test_numpy_and_pandas_input_fns_give_tf215s_op_seeds_and_queue_summary():
+    """numpy_input_fn and pandas_input_fn build TF 2.15's queue (the same ops, so the same op seeds after them:
+    dropout masks, initial weights) and write its fill summary to TensorBoard; a canned DNN with dropout trained
+    on each ends at TF 2.15's weights, as with a Dataset input_fn (tests/helpers/queue_input_seeds.py; TF 2.15's
+    run in tests/data/tf215_queue_input_seeds.json)."""
+    result = run_installed("queue_input_seeds.py")
+    assert result.returncode == 0, result.stderr[-3000:]
+    ours = json.loads(result.stdout.strip().splitlines()[-1])
+    recorded = json.load(open(os.path.join(REPO, "tests", "data", "tf215_queue_input_seeds.json")))
+    assert "enqueue_input/queue/enqueue_input/fifo_queuefraction_over_0_of_1000_full" in recorded["numpy"]["tags"]
+    assert ours == recorded
+
+
+def test_a_numpy_input_fn_ends_after_its_epochs_with_a_short_last_batch():
+    """Read through the queue in a graph: rows in order, the last batch short, then the end of input."""
+    x = {"a": np.arange(10.0, dtype="float32")}
+    graph = tf.Graph()
+    with graph.as_default():
+        features, labels = estimator.inputs.numpy_input_fn(x, np.arange(10), batch_size=4, num_epochs=1,
+                                                           shuffle=False)()
+        batches = []
+        with tf.compat.v1.train.MonitoredSession() as session:
+            while not session.should_stop():
+                batches.append(session.run(features["a"]).tolist())
+    assert batches == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]

@@ -44,7 +44,10 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.python.eager import monitoring
 from tensorflow.python.saved_model.model_utils import export_output, export_utils  # noqa: F401
-from tensorflow.python.training import evaluation  # noqa: F401  (_evaluate_once, _StopAfterNEvalsHook)
+from tensorflow.python.training import (
+    evaluation,  # noqa: F401  (_evaluate_once, _StopAfterNEvalsHook)
+    training_util,
+)
 from tensorflow.python.util.lazy_loader import LazyLoader
 
 from compat.core import tf_namespaces
@@ -313,6 +316,12 @@ def stop_after_n_evals_hook(num_evals: int) -> tf.compat.v1.train.SessionRunHook
 # The collection a graph's cached read of its global step lives in (training_util.GLOBAL_STEP_READ_KEY): TF 2.15's
 # Estimator filled it outside the replicas when it replicated a model_fn, so the replicas share one read.
 GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
+
+
+def global_step_read(graph: tf.Graph) -> tf.Tensor | None:
+    """The graph's cached read of its global step, made as TF 2.15's training made it before calling the input_fn
+    (its ops count towards the op seeds of everything made after)."""
+    return training_util._get_or_create_global_step_read(graph)
 
 
 def create_eval_step() -> tf.Variable:

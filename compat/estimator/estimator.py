@@ -463,8 +463,9 @@ class Estimator(EstimatorBase):
         strategy = self._train_distribution
         if strategy is not None:
             return self._train_model_replicated(strategy, input_fn, hooks, listeners)
-        with self._new_graph(self._device_fn):
+        with self._new_graph(self._device_fn) as graph:
             global_step = _v1.train.get_global_step()
+            tf_internals.global_step_read(graph)  # before the input_fn, as TF 2.15: the op seeds after follow
             features, labels, input_hooks = self._features_and_labels(input_fn, ModeKeys.TRAIN)
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
             return self._train_with_spec(spec, [*input_hooks, *hooks], global_step, listeners)
