@@ -433,7 +433,8 @@ def test_evaluate_and_predict_names_and_types_are_tf_2_15s(tmp_path):
     train_tags = set()
     for path in glob.glob(str(tmp_path / "events.out.tfevents.*")):
         train_tags |= {value.tag for event in tf.compat.v1.train.summary_iterator(path) for value in event.summary.value}
-    assert "loss" in train_tags or not train_tags
+    # TF 2.15's training tag (its Keras graph had a `loss` op already), written at the call's first step
+    assert train_tags == {"loss_1"}
 
 
 def test_hooks_are_called_never_ignored(tmp_path):
@@ -790,3 +791,27 @@ def test_keras_2_metric_objects_convert_with_their_functions_and_a_keras_2_subcl
     assert metrics["doubled"] == pytest.approx(2 * np.mean(np.abs(X[:, :1] - predicted)), rel=1e-5)
     with pytest.raises(ValueError, match="the metric Counted is a Keras 2 .tf_keras. class"):
         estimator.model_to_estimator(keras_model=model(Counted(name="counted")))
+
+
+def test_training_summaries_are_tf215s_or_keras_fits_when_asked(tmp_path):
+    """TF 2.15's model_to_estimator wrote `loss_1` at each train() call's first step and every
+    save_summary_steps after, `global_step/sec` every log_step_count_steps after that first step;
+    training_summaries="keras" writes a Keras fit's tags at multiples of the settings instead."""
+    def steps_by_tag(folder) -> dict:
+        found: dict = {}
+        for path in sorted(glob.glob(str(folder / "events.out.tfevents.*"))):
+            for event in tf.compat.v1.train.summary_iterator(path):
+                for value in event.summary.value:
+                    found.setdefault(value.tag, []).append(event.step)
+        return found
+
+    config = estimator.RunConfig(save_summary_steps=2, log_step_count_steps=2)
+    tf215 = estimator.model_to_estimator(keras_model=two_output_model(), model_dir=str(tmp_path / "a"), config=config)
+    tf215.train(lambda: two_output_input_fn().repeat(), steps=5)
+    tf215.train(lambda: two_output_input_fn().repeat(), steps=3)
+    assert steps_by_tag(tmp_path / "a") == {"loss_1": [1, 3, 5, 6, 8], "global_step/sec": [3, 5, 8]}
+    keras_tags = estimator.model_to_estimator(keras_model=two_output_model(), model_dir=str(tmp_path / "b"),
+                                              config=config, training_summaries="keras")
+    keras_tags.train(lambda: two_output_input_fn().repeat(), steps=5)
+    found = steps_by_tag(tmp_path / "b")
+    assert found["loss"] == found["learning_rate"] == found["global_step/sec"] == [2, 4]

@@ -220,20 +220,38 @@ def _keep_seed_states_out_of_checkpoints(graph: tf.Graph) -> None:
         graph.add_to_collection(_v1.GraphKeys.LOCAL_VARIABLES, variable)
 
 
+def _is_metric_variable(variable: Any) -> bool:
+    return (
+        getattr(variable, "synchronization", None) == tf.VariableSynchronization.ON_READ
+        and getattr(variable, "aggregation", None) == tf.VariableAggregation.SUM
+        and not variable.trainable
+    )
+
+
+@contextlib.contextmanager
+def _metric_variables_made_local() -> Iterator[None]:
+    """A Keras metric's variables are local from the moment they are made: a Saver the model_fn makes after
+    the metric (a Scaffold's) leaves them out, as TF 2.15's did."""
+
+    def creator(next_creator: Callable, **kwargs: Any) -> Any:
+        variable = next_creator(**kwargs)
+        if _is_metric_variable(variable):
+            make_local([variable])
+        return variable
+
+    with tf.variable_creator_scope(creator):
+        yield
+
+
 def _keep_metric_variables_out_of_checkpoints(graph: tf.Graph) -> None:
     """Makes the variables of every Keras metric object the model_fn made local, in any mode: TF 2.15 kept a
     metric's state out of the checkpoint even where the metric never reached `eval_metric_ops` (one made
     before `if mode == EVAL`), so a folder it wrote lacks them. A Keras metric's variables are read per replica
     (ON_READ), summed across replicas and never trained; batch normalization's moving statistics, also read per
     replica and not trained, are averaged, and stay in the checkpoint."""
-    metric_variables = [
-        variable
-        for variable in graph.get_collection(_v1.GraphKeys.GLOBAL_VARIABLES)
-        if getattr(variable, "synchronization", None) == tf.VariableSynchronization.ON_READ
-        and getattr(variable, "aggregation", None) == tf.VariableAggregation.SUM
-        and not variable.trainable
-    ]
-    make_local(metric_variables)
+    make_local(
+        [variable for variable in graph.get_collection(_v1.GraphKeys.GLOBAL_VARIABLES) if _is_metric_variable(variable)]
+    )
 
 
 def check_restorable(checkpoint_path: str | None) -> None:
@@ -367,6 +385,7 @@ class Estimator(EstimatorBase):
             tf_internals.keras_training_default(mode == ModeKeys.TRAIN),
             tf_internals.keras_layers_called() as keras_layers,
             seeded_python_random(config.tf_random_seed),
+            _metric_variables_made_local(),
         ):
             spec = self._model_fn(features=features, **kwargs)
         tf.compat.v1.logging.info("Done calling model_fn.")

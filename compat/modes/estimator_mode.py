@@ -56,7 +56,10 @@ def train_and_evaluate(run: Run) -> dict | None:
         log_step_count_steps=run.train.log_every_steps,
         train_distribute=None if parameter_server else run.strategy,
     )
-    est = estimator.model_to_estimator(keras_model=run.build_model(), model_dir=run.model_dir, config=run_config)
+    # Keras' tags rather than TF 2.15's, so that this run overlays --mode=keras's in TensorBoard
+    est = estimator.model_to_estimator(
+        keras_model=run.build_model(), model_dir=run.model_dir, config=run_config, training_summaries="keras"
+    )  # overlays --mode=keras in TensorBoard
     if parameter_server:  # the workers read the training split from the cache, which is written here first
         run.fill_cache("train")
     start_step = last_saved_step(run.model_dir) or 0

@@ -213,8 +213,11 @@ def restore(model: keras.Model, global_step: tf.Variable, path: str) -> None:
 
 
 def write_weights(model: keras.Model, global_step: tf.Variable, prefix: str) -> str:
-    """The warm-start copy (`keras/keras_model.ckpt`): the whole state, as TF 2.15 wrote it there."""
-    return checkpoint_root(model, global_step).write(prefix)
+    """The warm-start copy (`keras/keras_model.ckpt`): the whole state, as TF 2.15 wrote it there, and the
+    `checkpoint` file naming it, as TF 2.15's Saver wrote beside it."""
+    written = checkpoint_root(model, global_step).write(prefix)
+    tf.compat.v1.train.update_checkpoint_state(os.path.dirname(prefix), written)
+    return written
 
 
 def adopt_saved_checkpoints(directory: str) -> None:

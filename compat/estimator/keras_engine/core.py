@@ -95,8 +95,10 @@ class KerasEngine(EstimatorBase):
         strategy: tf.distribute.Strategy | None = None,
         custom_objects: dict | None = None,
         keras2_architecture: keras_legacy.Keras2Architecture | None = None,
+        training_summaries: str = "tf215",
     ):
         self._init_base(model_dir, config, params=None)
+        self._training_summaries = training_summaries
         # `strategy`: one RunConfig does not carry, as TF 2.15's refused ParameterServerStrategy there.
         strategy = strategy or self._config.train_distribute
         # Under a ParameterServerStrategy this process coordinates: the steps run on the workers, sent

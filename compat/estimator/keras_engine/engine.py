@@ -159,13 +159,23 @@ def model_to_estimator(
     checkpoint_format: str = "checkpoint",
     metric_names_map: dict | None = None,
     export_outputs: dict | None = None,
+    training_summaries: str = "tf215",
 ) -> KerasEstimator:
     """An Estimator that trains a copy of a compiled Keras model, as tf.keras.estimator did.
 
     With no checkpoint in `model_dir`, training starts from the Keras model's
     current weights (all of them); otherwise from the latest checkpoint. A
     `.h5` file from TF 2.15's Keras loads through `keras_model_path`.
+
+    Args:
+      training_summaries: this project's addition: "tf215" (TF 2.15's `loss_1` and `global_step/sec`, from
+        each train() call's first step) or "keras" (a Keras `fit`'s tags, at multiples of the settings).
+
+    Raises:
+      ValueError: `training_summaries` is neither.
     """
+    if training_summaries not in ("tf215", "keras"):
+        raise ValueError(f"training_summaries must be 'tf215' or 'keras', given {training_summaries!r}")
     keras2_architecture = (
         keras_legacy.Keras2Architecture.of(keras_model) if keras_legacy.is_keras2_model(keras_model) else None
     )
@@ -197,6 +207,7 @@ def model_to_estimator(
         strategy=strategy,
         custom_objects=custom_objects,
         keras2_architecture=keras2_architecture,
+        training_summaries=training_summaries,
     )
 
 

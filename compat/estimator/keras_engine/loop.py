@@ -198,8 +198,12 @@ class Training(KerasEngine):
         return train_loop
 
     def _write_training_summaries(self, writer: tf.summary.SummaryWriter, step: int, loss: float) -> None:
-        """`loss` (TF 2.15's one training tag), then the compiled metrics of the same step (not across
-        workers) and the learning rate: the tags `--mode=keras` writes, so the two overlay in TensorBoard."""
+        """TF 2.15's one training tag (`loss_1`: its Keras graph had a `loss` op already); or, asked for
+        "keras" summaries, `loss`, the compiled metrics of the same step (not across workers) and the
+        learning rate, the tags a Keras `fit` writes, so that the two overlay in TensorBoard."""
+        if self._training_summaries == "tf215":
+            summaries.write_training_scalars(writer, step, {"loss_1": loss})
+            return
         model = self._state.keras_model
         # Reading a metric under MultiWorkerMirroredStrategy is a collective that only this (the chief's)
         # loop would join: the other tasks' metrics are left out of the summaries there.
@@ -208,7 +212,12 @@ class Training(KerasEngine):
         metrics = {"loss": loss, **{name: metric.result() for name, metric in compiled}}
         summaries.write_training_scalars(writer, step, metrics, summaries.learning_rate_value(model.optimizer))
 
-    def _steps_to_next_boundary(self, step: int, last: int | None, per_step: bool) -> int:
+    def _summary_origin(self, start: int) -> int:
+        """The step summaries and rates count from: TF 2.15's hooks wrote at a train() call's first step and
+        every N steps after it; Keras at multiples of N."""
+        return start + 1 if self._training_summaries == "tf215" else 0
+
+    def _steps_to_next_boundary(self, step: int, last: int | None, per_step: bool, origin: int) -> int:
         """Steps until the next checkpoint, summary, log or the last step: one call of the loop."""
         if per_step:
             return 1
@@ -216,9 +225,11 @@ class Training(KerasEngine):
         limit = MAX_STEPS_PER_CALL
         if config.save_checkpoints_secs:
             limit = STEPS_PER_CALL_WITH_TIMED_SAVES  # a timed save is checked between calls
-        for every in (config.save_checkpoints_steps, config.save_summary_steps, config.log_step_count_steps):
+        if config.save_checkpoints_steps:
+            limit = min(limit, config.save_checkpoints_steps - step % config.save_checkpoints_steps)
+        for every in (config.save_summary_steps, config.log_step_count_steps):
             if every:
-                limit = min(limit, every - step % every)
+                limit = min(limit, origin - step if step < origin else every - (step - origin) % every)
         if last is not None:
             limit = min(limit, last - step)
         return max(limit, 1)
@@ -232,12 +243,19 @@ class Training(KerasEngine):
         stop = self._save(observers.listeners) if config.saves_checkpoints else False
         observers.after_create_session(start)
         saves = SaveSchedule(config.save_checkpoints_steps, config.save_checkpoints_secs, start)
+        origin = self._summary_origin(start)
         progress = ProgressLog(
-            config.log_step_count_steps, last, start, lambda: int(self._state.examples.numpy()), writer, config.is_chief
+            config.log_step_count_steps,
+            last,
+            start,
+            lambda: int(self._state.examples.numpy()),
+            writer if config.is_chief else None,
+            origin,
+            self._training_summaries == "keras",
         )
         step, loss, diverged = start, float("nan"), None
         while not stop and (last is None or step < last):
-            wanted = self._steps_to_next_boundary(step, last, per_step=observers.per_step)
+            wanted = self._steps_to_next_boundary(step, last, observers.per_step, origin)
             observers.before_steps(step)
             ended = False
             try:
@@ -253,7 +271,7 @@ class Training(KerasEngine):
             if not is_finite(loss):
                 diverged = TrainingDiverged(step, loss, self.latest_checkpoint())
                 break
-            if config.is_chief and config.save_summary_steps and step % config.save_summary_steps == 0:
+            if config.is_chief and due(step, config.save_summary_steps, origin):
                 self._write_training_summaries(writer, step, loss)
             progress.after(step, loss)
             if saves.due(step):
@@ -339,9 +357,15 @@ class SaveSchedule:
         )
 
 
+def due(step: int, every: int | None, origin: int) -> bool:
+    """Whether `step` is one of origin, origin + every, ... (never when `every` is 0 or None)."""
+    return every is not None and every > 0 and step >= origin and (step - origin) % every == 0
+
+
 class ProgressLog:
-    """Every `every` steps: TF 2.15's `loss = ..., step = ...` line, a progress line a terminal user can
-    read (where, how fast, how long), and, on the chief, the rates in TensorBoard."""
+    """Every `every` steps from `origin`: TF 2.15's `loss = ..., step = ...` line, a progress line a terminal
+    user can read (where, how fast, how long), and the rates in TensorBoard (`writer`, the chief's), as TF
+    2.15's step counter from the second time on (the first only starts its clock) unless `keras_tags`."""
 
     def __init__(
         self,
@@ -350,13 +374,15 @@ class ProgressLog:
         step: int,
         examples: Callable[[], int],
         writer: tf.summary.SummaryWriter | None,
-        is_chief: bool,
+        origin: int = 0,
+        keras_tags: bool = True,
     ) -> None:
-        self._every, self._last, self._examples, self._writer, self._is_chief = every, last, examples, writer, is_chief
+        self._every, self._last, self._examples, self._writer = every, last, examples, writer
+        self._origin, self._keras_tags = origin, keras_tags
         self._time, self._step, self._examples_then = time.monotonic(), step, examples()
 
     def after(self, step: int, loss: float) -> None:
-        if not self._every or step % self._every:
+        if not due(step, self._every, self._origin):
             return
         now = time.monotonic()
         rate = (step - self._step) / max(now - self._time, 1e-9)
@@ -372,9 +398,12 @@ class ProgressLog:
                 examples_rate,
                 duration((self._last - step) / max(rate, 1e-9)),
             )
-        if self._is_chief:
+        if self._writer is not None and (self._keras_tags or step > self._origin):
             summaries.write_training_scalars(
-                self._writer, step, steps_per_second=rate, examples_per_second=examples_rate
+                self._writer,
+                step,
+                steps_per_second=rate,
+                examples_per_second=examples_rate if self._keras_tags else None,
             )
         self._time, self._step, self._examples_then = now, step, examples
 
