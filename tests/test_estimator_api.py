@@ -139,6 +139,19 @@ def test_tpu_estimator_runs_off_a_tpu_with_the_batch_size_in_params(tmp_path):
     assert result["accuracy"] > 0.8 and result["global_step"] == 30
     assert len(list(est.predict(lambda params: input_fn(params, repeat=False)))) == 96
     assert seen == [("train", 32), ("eval", 8), ("infer", 4)]
+    # TF 2.15's training summaries: examples/sec beside global_step/sec, every log_step_count_steps (100: none
+    # in 30 steps), so a second estimator logging every 10 steps
+    every_10 = estimator.tpu.RunConfig(log_step_count_steps=10)
+    logged = estimator.tpu.TPUEstimator(tpu_model_fn, str(tmp_path / "logged"), every_10, use_tpu=False,
+                                        train_batch_size=32)
+    logged.train(input_fn, steps=30)
+    tf.compat.v1.summary.FileWriterCache.clear()
+    steps: dict = {}
+    for path in tf.io.gfile.glob(str(tmp_path / "logged" / "events.out.tfevents*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                steps.setdefault(value.tag, []).append(event.step)
+    assert steps["examples/sec"] == steps["global_step/sec"] == [11, 21]
     with pytest.raises(ValueError, match="no meaning off a TPU"):
         estimator.tpu.experimental.EmbeddingConfigSpec(feature_columns=[])
     with pytest.raises(ValueError, match="does not include params argument"):
