@@ -62,6 +62,7 @@ UNIVERSE: dict[str, tuple] = {
     "keras_optimizer": ("name", "instance"),
     "keras_metrics": ("none", "accuracy", "mse", "object", "weighted"),
     "keras_loss_weights": (False, True),
+    "keras_start": ("set_weights", "seeded_initializers"),
     "experimental": ("rnn", "kmeans", "sdca"),
     "strategy": (None, "mirrored"),
     "invalid": (None, "n_classes_1", "label_dimension_0", "steps_zero", "steps_and_max_steps", "eval_steps_zero",
@@ -220,6 +221,7 @@ def _keras(draw: Draw, spec: dict) -> None:
     spec["optimizer_name"] = draw.pick("optimizer_name", ["Adam", "SGD", "RMSProp", "Adagrad"])
     spec["keras_metrics"] = draw.pick("keras_metrics")
     spec["loss_weights"] = draw.pick("keras_loss_weights") if spec["model"] == "two_outputs" else False
+    spec["start"] = draw.pick("keras_start")
     spec["input"] = {"kind": "dataset", "batch": draw.rng.choice([4, 8]), "shuffle": False}
 
 

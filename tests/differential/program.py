@@ -358,13 +358,11 @@ class RecordingHook(tf.compat.v1.train.SessionRunHook):
         self.log.append("after_create_session")
 
     def before_run(self, run_context):
-        fetches: dict[str, Any] = {} if self.step is None else {"step": self.step}
-        if self.count is not None:
-            fetches["count"] = self.increment
-        return tf.compat.v1.train.SessionRunArgs(fetches)
+        return tf.compat.v1.train.SessionRunArgs({"count": self.increment} if self.count is not None else {})
 
     def after_run(self, run_context, run_values) -> None:
-        step = run_values.results.get("step")
+        # read after the step: fetched beside the train op, the variable's read would race its increment
+        step = None if self.step is None else run_context.session.run(self.step)
         self.log.append(["run", plain(step), plain(run_values.results.get("count"))])
         self.first = step if self.first is None else self.first
         if self.stop_after is not None and step is not None and step >= self.first + self.stop_after:
@@ -515,6 +513,8 @@ def tpu_model_fn(spec: dict) -> Any:
 def keras_model(spec: dict) -> Any:
     """A compiled Keras model with weights drawn from the seed (each Keras draws its initial weights its own way)."""
     layers = tf.keras.layers
+    if spec.get("start") == "seeded_initializers":  # the initial weights are the initializers', seeded
+        tf.keras.utils.set_random_seed(spec["data_seed"])
     units, activation = {"binary": (1, "sigmoid"), "multiclass": (3, "softmax")}.get(spec["head"], (1, None))
     if spec["model"] == "sequential":
         model = tf.keras.Sequential([tf.keras.Input(shape=(2,), name="v"), layers.Dense(4, activation="relu"),
@@ -526,8 +526,9 @@ def keras_model(spec: dict) -> Any:
         if spec["model"] == "two_outputs":
             outputs = [outputs, layers.Dense(1, name="out_b")(hidden)]
         model = tf.keras.Model(inputs, outputs)
-    rng = np.random.RandomState(spec["data_seed"] + 1)
-    model.set_weights([(rng.standard_normal(w.shape) * 0.5).astype("float32") for w in model.get_weights()])
+    if spec.get("start") != "seeded_initializers":
+        rng = np.random.RandomState(spec["data_seed"] + 1)
+        model.set_weights([(rng.standard_normal(w.shape) * 0.5).astype("float32") for w in model.get_weights()])
     name, class_name = KERAS_LOSSES[spec["head"]]
     loss: Any = {"name": name, "function": getattr(tf.keras.losses, name)}.get(spec["loss"])
     if loss is None:
@@ -715,7 +716,7 @@ def folder_observed(model_dir: str) -> dict:
             # how many shards a checkpoint's data has depends on the devices, and no user reads it
             name = re.sub(r"\.data-\d{5}-of-\d{5}$", ".data", name)
             key = os.path.normpath(os.path.join(rel, name))
-            files[key] = files.get(key, 0) + 1
+            files[key] = 1 if name.endswith(".data") else files.get(key, 0) + 1
     observed: dict[str, Any] = {"files": files, "summaries": summaries}
     state = tf.train.get_checkpoint_state(model_dir)
     if state is not None and not tf.io.gfile.glob(state.model_checkpoint_path + ".index"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import signal
 import sys
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         import compat.estimator
 
         compat.estimator.install()
+    import numpy as np
     import tensorflow as tf
 
     tf.get_logger().setLevel("ERROR")
@@ -77,6 +79,12 @@ def main(argv: list[str] | None = None) -> int:
             with open(args.out + ".current", "w") as current:  # for the runner's watchdog
                 current.write(str(seed))
             tf.keras.backend.clear_session()
+            # each program starts as in a fresh process: Python's and NumPy's generators from the OS's entropy
+            # (Keras 2's unseeded initializers draw from `random`: TF 2.15 does not repeat such a program, and
+            # running it twice shows it), no global TensorFlow seed left by an earlier program
+            random.seed()
+            np.random.seed(None)
+            tf.random.set_seed(None)
             started = time.perf_counter()
             signal.alarm(PROGRAM_SECONDS)
             try:
