@@ -61,12 +61,14 @@ def _arrays_input_fn(
     if not isinstance(shuffle, bool):
         raise ValueError(f"shuffle must be provided explicitly as a bool, not {shuffle}")
     features, features_are_dict = _as_dict(x, "x")
+    targets: dict = {}
+    targets_are_dict = False
     if y is not None:
         targets, targets_are_dict = _as_dict(y, "y")
         clash = set(features) & set(targets) if targets_are_dict else set()
         if clash:
             raise ValueError(f"{sorted(clash)} duplicate keys are found in both x and y")
-    lengths = {key: len(value) for key, value in {**features, **(targets if y is not None else {})}.items()}
+    lengths = {key: len(value) for key, value in {**features, **targets}.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(
             f"Length of tensors in x and y is mismatched. All elements in x and y must have the same length: {lengths}"
@@ -81,8 +83,8 @@ def _arrays_input_fn(
         x_part = features if features_are_dict else features[_DIRECT_KEY]
         if not tf.executing_eagerly():  # TF 2.15's graph: a batch dequeued from its queue
             columns = [features[k] for k in feature_keys] + [targets[k] for k in target_keys or []]
-            return _graph_batch(columns, feature_keys, target_keys, features_are_dict, targets_are_dict if y is not None
-                                else False, batch_size, num_epochs, shuffle, queue)  # fmt: skip
+            return _graph_batch(columns, feature_keys, target_keys, features_are_dict, targets_are_dict, batch_size,
+                                num_epochs, shuffle, queue)  # fmt: skip
         if y is None:
             dataset = tf.data.Dataset.from_tensor_slices(x_part)
         else:
